@@ -1,0 +1,19 @@
+import type { ConfigOf, EnvSchema } from './load-config';
+
+/** Variables every service reads. Each service extends this with its own. */
+export const baseEnv = {
+  DATABASE_URL: { type: 'string', default: 'postgresql://postgres@127.0.0.1:5432/test', description: 'PostgreSQL URL; ?schema=name selects a schema' },
+  REDIS_URL: { type: 'string', default: 'redis://127.0.0.1:6379', description: 'Redis URL for BullMQ' },
+  QUEUE_PREFIX: { type: 'string', default: '{hookline}', description: 'BullMQ key prefix; braces make a Redis Cluster hash tag' },
+  LOG_LEVEL: { type: 'string', default: 'info', enum: ['error', 'warn', 'info', 'debug'] },
+  DB_POOL_MAX: { type: 'integer', default: 10, minimum: 1, maximum: 200, description: 'PostgreSQL connections per process' },
+  SECRETS_KEY: {
+    type: 'string',
+    default: 'hookline-dev-secrets-key-change-me',
+    minLength: 16,
+    description: 'Key that encrypts signing secrets at rest (set a random 32+ char value in production)',
+  },
+  SHUTDOWN_TIMEOUT_MS: { type: 'integer', default: 10000, minimum: 0 },
+} as const satisfies EnvSchema;
+
+export type BaseConfig = ConfigOf<typeof baseEnv>;

@@ -1,0 +1,6 @@
+export { newId, ID_PREFIXES, type IdPrefix } from './ids';
+export { createPool, parseDatabaseUrl, type Pool } from './pool';
+export { createPrisma } from './prisma';
+export { migrate } from './migrate';
+export type { PrismaClient } from './generated/client';
+export * as Models from './generated/enums';

@@ -1,0 +1,68 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync, existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { Client } from 'pg';
+import { parseDatabaseUrl } from './pool';
+
+const MIGRATIONS_DIR = resolve(__dirname, '../../../prisma/migrations');
+
+// The same bookkeeping table Prisma writes, so `prisma migrate status/deploy` accept
+// the history this runner leaves.
+const BOOKKEEPING = `CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
+  "id" VARCHAR(36) PRIMARY KEY NOT NULL,
+  "checksum" VARCHAR(64) NOT NULL,
+  "finished_at" TIMESTAMPTZ,
+  "migration_name" VARCHAR(255) NOT NULL,
+  "logs" TEXT,
+  "rolled_back_at" TIMESTAMPTZ,
+  "started_at" TIMESTAMPTZ NOT NULL DEFAULT now(),
+  "applied_steps_count" INTEGER NOT NULL DEFAULT 0
+)`;
+
+/**
+ * Applies pending folders of prisma/migrations in name order, each in one transaction,
+ * under an advisory lock so that replicas starting together do not race.
+ * Returns the names applied.
+ */
+export async function migrate(url: string, dir = MIGRATIONS_DIR, log: (m: string) => void = () => undefined): Promise<string[]> {
+  const { connectionString, schema } = parseDatabaseUrl(url);
+  const client = new Client({ connectionString });
+  await client.connect();
+  try {
+    await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+    await client.query(`SET search_path TO "${schema}"`);
+    await client.query('SELECT pg_advisory_lock(hashtext($1))', [`hookline-migrate:${schema}`]);
+    await client.query(BOOKKEEPING);
+    const done = new Set(
+      (await client.query<{ migration_name: string }>('SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL')).rows.map((r) => r.migration_name),
+    );
+    const folders = readdirSync(dir, { withFileTypes: true })
+      .filter((d) => d.isDirectory() && existsSync(join(dir, d.name, 'migration.sql')))
+      .map((d) => d.name)
+      .sort();
+    const applied: string[] = [];
+    for (const name of folders) {
+      if (done.has(name)) continue;
+      const sql = readFileSync(join(dir, name, 'migration.sql'), 'utf8');
+      const checksum = createHash('sha256').update(sql).digest('hex');
+      await client.query('BEGIN');
+      try {
+        await client.query(sql);
+        await client.query(
+          'INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, applied_steps_count) VALUES ($1, $2, now(), $3, 1)',
+          [randomUUID(), checksum, name],
+        );
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK');
+        throw new Error(`migration ${name} failed: ${(err as Error).message}`);
+      }
+      log(`applied migration ${name}`);
+      applied.push(name);
+    }
+    await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`hookline-migrate:${schema}`]);
+    return applied;
+  } finally {
+    await client.end();
+  }
+}

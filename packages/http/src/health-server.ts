@@ -1,0 +1,31 @@
+import { createServer, type Server } from 'node:http';
+import { sendJson } from './respond';
+
+export type ReadinessCheck = () => Promise<Record<string, boolean>>;
+
+export interface HealthServer {
+  server: Server;
+  setDraining(): void;
+}
+
+/**
+ * `/healthz` (the process is alive) and `/readyz` (its dependencies answer and it is not
+ * draining), for the worker services, which have no HTTP server of their own.
+ */
+export function startHealthServer(port: number, host: string, ready: ReadinessCheck): Promise<HealthServer> {
+  let draining = false;
+  const server = createServer((req, res) => {
+    void (async () => {
+      if (req.url === '/healthz') return sendJson(res, 200, { status: 'ok' });
+      if (req.url === '/readyz') {
+        const checks = await ready().catch(() => ({ checks: false }));
+        const ok = !draining && Object.values(checks).every(Boolean);
+        return sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not_ready', draining, checks });
+      }
+      sendJson(res, 404, { status: 'not_found' });
+    })();
+  });
+  return new Promise((resolve) => {
+    server.listen(port, host, () => resolve({ server, setDraining: () => (draining = true) }));
+  });
+}

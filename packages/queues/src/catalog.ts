@@ -1,0 +1,27 @@
+import type { JobsOptions } from 'bullmq';
+
+/**
+ * The queue catalog: the only contract between the stages. Each entry names the queue
+ * (never rename one: jobs in flight would be orphaned), the job payload and the default
+ * options. Payloads carry ids and a version, never secrets or bodies. A job carries a
+ * micro-batch of ids so that the per-job cost of BullMQ is paid once per batch.
+ */
+export const QUEUES = {
+  /** ingest -> router: events committed in PostgreSQL, waiting for fan-out. */
+  route: {
+    name: 'route',
+    options: { attempts: 8, backoff: { type: 'exponential', delay: 500 }, removeOnComplete: true, removeOnFail: 1000 } satisfies JobsOptions,
+  },
+  /** router / api / recovery -> deliverer: deliveries due to be sent. */
+  deliver: {
+    name: 'deliver',
+    options: { attempts: 8, backoff: { type: 'exponential', delay: 500 }, removeOnComplete: true, removeOnFail: 1000 } satisfies JobsOptions,
+  },
+} as const;
+
+export type QueueName = keyof typeof QUEUES;
+
+export interface JobData {
+  route: { v: 1; eventIds: string[]; traceparent?: string };
+  deliver: { v: 1; deliveryIds: string[]; traceparent?: string };
+}

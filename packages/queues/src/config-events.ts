@@ -1,0 +1,33 @@
+import type { Redis } from './redis';
+
+/**
+ * Configuration changes (ingesters, destinations, flows) are announced on one Redis
+ * pub/sub channel so that ingest and router drop their caches at once; the caches also
+ * expire on their own, so a missed message costs seconds, not correctness.
+ */
+export function configChannel(prefix: string): string {
+  return `${prefix}:config-changed`;
+}
+
+export interface ConfigChange {
+  kind: 'ingester' | 'destination' | 'flow' | 'tenant' | 'cluster';
+  id: string;
+  tenantId: string;
+}
+
+export async function publishConfigChange(redis: Redis, prefix: string, change: ConfigChange): Promise<void> {
+  await redis.publish(configChannel(prefix), JSON.stringify(change)).catch(() => undefined);
+}
+
+/** Subscribes on a dedicated connection (a subscribed connection can do nothing else). */
+export async function onConfigChange(subscriber: Redis, prefix: string, handler: (change: ConfigChange) => void): Promise<void> {
+  subscriber.on('message', (channel: string, message: string) => {
+    if (channel !== configChannel(prefix)) return;
+    try {
+      handler(JSON.parse(message) as ConfigChange);
+    } catch {
+      /* a malformed message is ignored; caches expire anyway */
+    }
+  });
+  await subscriber.subscribe(configChannel(prefix));
+}

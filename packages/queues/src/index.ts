@@ -1,0 +1,6 @@
+export { QUEUES, type QueueName, type JobData } from './catalog';
+export { createRedis, type Redis } from './redis';
+export { createProducer, type Producer } from './producer';
+export { createWorker, type WorkerHandle } from './worker';
+export { queueDepths } from './depths';
+export { publishConfigChange, onConfigChange, configChannel, type ConfigChange } from './config-events';

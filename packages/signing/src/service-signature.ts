@@ -1,0 +1,49 @@
+import { hmac, safeEqual } from './hmac';
+
+/**
+ * Hookline's own signature, used inbound (generic ingesters, cluster requests) and
+ * outbound (deliveries):
+ *   X-Service-Timestamp: <unix seconds>
+ *   X-Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(key, "<t>.<raw body>")>
+ * Several v1= entries may be present (secret rotation); any match is accepted.
+ */
+export function signServiceRequest(key: string | Buffer, body: Buffer | string, timestamp = Math.floor(Date.now() / 1000)): { 'x-service-timestamp': string; 'x-service-signature': string } {
+  const sig = hmac('sha256', key, `${timestamp}.`, body).toString('hex');
+  return { 'x-service-timestamp': String(timestamp), 'x-service-signature': `t=${timestamp},v1=${sig}` };
+}
+
+export function parseServiceSignature(header: string): { t: number | null; v1: string[] } {
+  let t: number | null = null;
+  const v1: string[] = [];
+  for (const part of header.split(',')) {
+    const idx = part.indexOf('=');
+    if (idx < 0) continue;
+    const k = part.slice(0, idx).trim();
+    const v = part.slice(idx + 1).trim();
+    if (k === 't' && /^\d+$/.test(v)) t = Number(v);
+    else if (k === 'v1') v1.push(v);
+  }
+  return { t, v1 };
+}
+
+export type VerifyResult = { ok: true } | { ok: false; reason: 'missing_header' | 'bad_format' | 'timestamp_out_of_tolerance' | 'signature_mismatch' };
+
+export function verifyServiceSignature(
+  keys: (string | Buffer)[],
+  body: Buffer,
+  signatureHeader: string | undefined,
+  timestampHeader: string | undefined,
+  toleranceSeconds: number,
+  nowSeconds = Math.floor(Date.now() / 1000),
+): VerifyResult {
+  if (!signatureHeader) return { ok: false, reason: 'missing_header' };
+  const { t, v1 } = parseServiceSignature(signatureHeader);
+  if (t === null || v1.length === 0) return { ok: false, reason: 'bad_format' };
+  if (timestampHeader !== undefined && timestampHeader !== String(t)) return { ok: false, reason: 'bad_format' };
+  if (Math.abs(nowSeconds - t) > toleranceSeconds) return { ok: false, reason: 'timestamp_out_of_tolerance' };
+  for (const key of keys) {
+    const expected = hmac('sha256', key, `${t}.`, body).toString('hex');
+    if (v1.some((s) => safeEqual(s, expected))) return { ok: true };
+  }
+  return { ok: false, reason: 'signature_mismatch' };
+}
