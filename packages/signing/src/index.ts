@@ -3,3 +3,4 @@ export { signServiceRequest, verifyServiceSignature, parseServiceSignature, type
 export { signStandardWebhook, newWhsecSecret, whsecKey } from './standard-webhooks';
 export { createSecretBox, type SecretBox } from './secret-box';
 export { API_SCOPES, MCP_SCOPES, type Scope, newApiKey, hashApiKey, hashPassword, verifyPassword } from './credentials';
+export { PROVIDERS, type Provider, isProvider } from './providers';
