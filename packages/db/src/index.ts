@@ -4,3 +4,4 @@ export { createPrisma } from './prisma';
 export { migrate } from './migrate';
 export type { PrismaClient } from './generated/client';
 export * as Models from './generated/enums';
+export type { Prisma } from './generated/client';

@@ -19,8 +19,8 @@ const ROOT = resolve(__dirname, '../../..');
 const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
 
 /** Starts one service as its own process on loopback and waits for /readyz. */
-export async function startService(name: ServiceName, env: Record<string, string>): Promise<ServiceProcess> {
-  const port = await freePort();
+export async function startService(name: ServiceName, env: Record<string, string>, fixedPort?: number): Promise<ServiceProcess> {
+  const port = fixedPort ?? (await freePort());
   let out = '';
   const child = spawn(TSX, [resolve(ROOT, `services/${name}/src/main.ts`)], {
     cwd: ROOT,

@@ -1,0 +1,22 @@
+# One image for every Hookline service; the command picks the service:
+#   docker run hookline services/api/src/main.ts
+# Services run TypeScript through tsx (esbuild transforms each file once at load).
+FROM node:20.19-bookworm-slim AS deps
+WORKDIR /app
+RUN npm install -g pnpm@10.34.8
+COPY package.json pnpm-lock.yaml pnpm-workspace.yaml ./
+COPY packages ./packages
+COPY services ./services
+COPY prisma ./prisma
+COPY prisma.config.ts tsconfig.base.json tsconfig.json ./
+COPY scripts ./scripts
+RUN pnpm install --frozen-lockfile
+
+FROM node:20.19-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=deps /app /app
+USER node
+EXPOSE 8080 8081 8082 8083
+ENTRYPOINT ["/app/node_modules/.bin/tsx"]
+CMD ["services/api/src/main.ts"]

@@ -1,0 +1,53 @@
+import { baseEnv, ConfigError, loadConfig, type ConfigOf, type EnvSchema } from '@hookline/config';
+
+/** The api's environment: the base variables plus its own (names, defaults, meaning). */
+export const apiEnv = {
+  ...baseEnv,
+  PORT: { type: 'integer', default: 8080, minimum: 0, maximum: 65535 },
+  HOST: { type: 'string', default: '0.0.0.0' },
+  INGEST_PUBLIC_URL: { type: 'string', default: 'http://127.0.0.1:8081', description: 'Public base URL of ingest; hook URLs are `${INGEST_PUBLIC_URL}/in/{ingester_id}`' },
+  ERRORS_BASE_URL: { type: 'string', default: 'https://hookline.dev/errors', description: 'Base URI of problem-detail `type` values' },
+  JWT_SECRET: { type: 'string', default: 'hookline-dev-jwt-secret-change-me', minLength: 16, description: 'HS256 key for session JWTs issued by POST /auth/login' },
+  JWT_EXPIRES_IN: { type: 'string', default: '1h', description: 'Lifetime of session JWTs (jsonwebtoken syntax: 3600, "15m", "1h")' },
+  RATE_LIMITS: {
+    type: 'string',
+    default: 'free=100/200,pro=600/1200,business=3000/6000,enterprise=10000/20000',
+    description: 'Per-plan API rate limit: plan=<requests per minute>/<burst>, comma-separated',
+  },
+  SERVICE_SIGNATURE_TOLERANCE_SECONDS: { type: 'integer', default: 300, minimum: 1, description: 'Clock tolerance for HMAC-signed cluster requests' },
+  API_BODY_LIMIT: { type: 'string', default: '1mb', description: 'Largest JSON body the control API accepts' },
+} as const satisfies EnvSchema;
+
+export type ApiEnv = ConfigOf<typeof apiEnv>;
+
+export type PlanName = 'free' | 'pro' | 'business' | 'enterprise';
+
+export interface RateLimit {
+  perMinute: number;
+  burst: number;
+}
+
+export interface ApiConfig extends ApiEnv {
+  rateLimits: Record<PlanName, RateLimit>;
+}
+
+const PLANS: readonly PlanName[] = ['free', 'pro', 'business', 'enterprise'];
+
+/** Parses `free=100/200,pro=600/1200,…`; every plan must be named once. */
+export function parseRateLimits(spec: string): Record<PlanName, RateLimit> {
+  const out: Partial<Record<PlanName, RateLimit>> = {};
+  for (const part of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const m = /^(\w+)=(\d+)\/(\d+)$/.exec(part);
+    const plan = m?.[1] as PlanName | undefined;
+    if (!m || !plan || !PLANS.includes(plan)) throw new ConfigError([`RATE_LIMITS has a bad entry "${part}" (want plan=<per minute>/<burst>)`]);
+    out[plan] = { perMinute: Number(m[2]), burst: Number(m[3]) };
+  }
+  const missing = PLANS.filter((p) => !out[p]);
+  if (missing.length) throw new ConfigError([`RATE_LIMITS lacks ${missing.join(', ')}`]);
+  return out as Record<PlanName, RateLimit>;
+}
+
+export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
+  const base = loadConfig(apiEnv, env);
+  return { ...base, rateLimits: parseRateLimits(base.RATE_LIMITS) };
+}
