@@ -10,13 +10,16 @@ COPY services ./services
 COPY prisma ./prisma
 COPY prisma.config.ts tsconfig.base.json tsconfig.json ./
 COPY scripts ./scripts
+# The wait-for-migrations init container of the Kubernetes manifests (deploy/kustomize).
+COPY deploy/scripts ./deploy/scripts
 RUN pnpm install --frozen-lockfile
 
 FROM node:20.19-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=deps /app /app
-USER node
+# The `node` user of the base image, by number so Kubernetes' runAsNonRoot can verify it.
+USER 1000:1000
 EXPOSE 8080 8081 8082 8083
 ENTRYPOINT ["/app/node_modules/.bin/tsx"]
 CMD ["services/api/src/main.ts"]

@@ -5,3 +5,4 @@ export { migrate } from './migrate';
 export type { PrismaClient } from './generated/client';
 export * as Models from './generated/enums';
 export type { Prisma } from './generated/client';
+export { withTransaction, withTryLock } from './transaction';

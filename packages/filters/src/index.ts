@@ -1,23 +1,10 @@
 // Flow filter rules: JSONPath expressions and Convoy/Hookdeck-style operator trees.
-// The router evaluates them; the API validates them when a flow is saved.
-// (Interface first; the router's owner implements it in this package.)
-import type { FieldError } from '@hookline/errors';
-
-/** What a filter sees of an event. */
-export interface FilterDocument {
-  type: string | null;
-  source: { ingester_id: string; provider: string };
-  headers: Record<string, string>;
-  query: Record<string, string | string[]>;
-  body: unknown;
-}
-
-/** Stored in delivery_flows.filter. Empty object = every event matches. */
-export interface FlowFilter {
-  event_types?: string[];
-  jsonpath?: string | string[];
-  match?: unknown;
-}
-
-export declare function validateFilter(filter: unknown, fieldPrefix?: string): FieldError[];
-export declare function matchesFilter(filter: FlowFilter, doc: FilterDocument): boolean;
+// Pure (no I/O). The router evaluates them; the API validates them when a flow is saved.
+// Semantics are documented in packages/filters/README.md.
+export type { FilterDocument, FlowFilter } from './types';
+export { validateFilter, matchesFilter, compileFilter, type CompiledFilter } from './flow-filter';
+export { buildFilterDocument, parseBody, parseForm, type RawEvent } from './filter-document';
+export { compileJsonPath, queryJsonPath, type CompiledJsonPath } from './jsonpath/compile-jsonpath';
+export { JsonPathSyntaxError } from './jsonpath/scanner';
+export { Budget, BudgetExceededError } from './budget';
+export { LIMITS } from './limits';

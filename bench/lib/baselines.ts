@@ -1,0 +1,48 @@
+// The two baselines run in the same invocation: (a) a bare node:http server answering 202,
+// (b) the afternoon pipeline (express + express.json() -> Queue.add -> Worker -> got).
+import { randomBytes } from 'node:crypto';
+import { flushPrefix } from '@hookline/testing';
+import { startHelper, type Helper } from './helper';
+import type { Sut } from './phases';
+
+export interface RunningSut extends Sut {
+  pids(): Record<string, number>;
+  close(): Promise<void>;
+}
+
+export const AFTERNOON_CONCURRENCY = 50;
+
+export async function startBare(): Promise<RunningSut> {
+  const h = await startHelper<{ port: number }>('bare-http', 'bench/procs/bare-http.main.ts');
+  return {
+    name: 'bare http',
+    hookUrl: () => `http://127.0.0.1:${h.hello.port}/in/bare`,
+    delivers: false,
+    processes: ['bare-http'],
+    pids: () => ({ 'bare-http': h.child.pid }),
+    close: async () => void (await h.child.kill()),
+  };
+}
+
+/** Fan-out f routes to `${receiverUrl}/afternoon/f{f}/d{i}`, i = 1..f. */
+export async function startAfternoon(redisUrl: string, receiverUrl: string, fanouts: number[]): Promise<RunningSut> {
+  const prefix = `{afternoon-${randomBytes(4).toString('hex')}}`;
+  const routes: Record<string, string[]> = {};
+  for (const f of fanouts) routes[`f${f}`] = Array.from({ length: f }, (_, i) => `${receiverUrl}/afternoon/f${f}/d${i + 1}`);
+  const env = { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix, AFTERNOON_ROUTES: JSON.stringify(routes), AFTERNOON_CONCURRENCY: String(AFTERNOON_CONCURRENCY) };
+  const helpers: Helper<unknown>[] = [];
+  const server = await startHelper<{ port: number }>('afternoon-server', 'bench/procs/afternoon-server.main.ts', env);
+  helpers.push(server);
+  helpers.push(await startHelper('afternoon-worker', 'bench/procs/afternoon-worker.main.ts', env));
+  return {
+    name: 'afternoon',
+    hookUrl: (f) => `http://127.0.0.1:${server.hello.port}/in/f${f}`,
+    delivers: true,
+    processes: ['afternoon-server', 'afternoon-worker'],
+    pids: () => Object.fromEntries(helpers.map((h) => [h.child.name, h.child.pid])),
+    close: async () => {
+      await Promise.all(helpers.map((h) => h.child.kill()));
+      await flushPrefix(prefix, redisUrl).catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,103 @@
+// The measurements, the same for Hookline and the baselines: a system under test is a hook
+// URL per fan-out plus the processes to watch; the receiver counts what arrives.
+import type { LatencySummary } from './histogram';
+import type { IpcClient } from './ipc';
+import { constantRate, gatedLoop, saturate, type GatedResult, type LoadResult } from './load';
+import type { Monitor } from './monitor';
+import type { ProcSampler, ProcSummary } from './proc-sampler';
+
+export interface Sut {
+  name: string;
+  /** Where to post events for a given fan-out. */
+  hookUrl(fanout: number): string;
+  /** False for the bare HTTP baseline, which delivers nothing. */
+  delivers: boolean;
+  /** Names (in the sampler) of this system's processes. */
+  processes: string[];
+}
+
+export interface PhaseCtx {
+  sut: Sut;
+  monitor: Monitor;
+  receiver: IpcClient;
+  procs: ProcSampler;
+  body: string;
+  drainTimeoutMs: number;
+}
+
+export interface Drain {
+  drained: boolean;
+  ms: number;
+  expected: number;
+  received: number;
+}
+
+interface ReceiverStats {
+  count: number;
+  latency: LatencySummary;
+  missingTimestamp: number;
+}
+
+export interface PhaseResult<L extends LoadResult = LoadResult> {
+  load: L;
+  processes: Record<string, ProcSummary>;
+  drain?: Drain;
+  deliveryLatencyMs?: LatencySummary;
+}
+
+/** Waits until `expected` more deliveries than `base` arrived, or progress stalls for 15 s. */
+export async function drain(ctx: PhaseCtx, base: number, expected: number): Promise<Drain> {
+  const t0 = Date.now();
+  let last = -1;
+  let lastMove = Date.now();
+  for (;;) {
+    const got = (await ctx.monitor.delivered()) - base;
+    if (got >= expected) return { drained: true, ms: Date.now() - t0, expected, received: got };
+    if (got !== last) {
+      last = got;
+      lastMove = Date.now();
+    }
+    if (Date.now() - lastMove > 15_000 || Date.now() - t0 > ctx.drainTimeoutMs) return { drained: false, ms: Date.now() - t0, expected, received: got };
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+function procsOf(ctx: PhaseCtx, from: number): Record<string, ProcSummary> {
+  const all = ctx.procs.summary(from, Date.now());
+  return Object.fromEntries(Object.entries(all).filter(([n]) => ctx.sut.processes.includes(n) || n === 'generator' || n === 'receiver'));
+}
+
+/** Ingest at saturation: 2xx per second with `connections` keep-alive connections. */
+export async function ingestPhase(ctx: PhaseCtx, connections: number, durationMs: number): Promise<PhaseResult> {
+  ctx.monitor.setPhase(`${ctx.sut.name} ingest saturation, ${connections} connections`, durationMs);
+  const base = await ctx.monitor.delivered();
+  const from = Date.now();
+  const load = await saturate({ url: ctx.sut.hookUrl(1), body: ctx.body }, connections, durationMs);
+  const processes = procsOf(ctx, from);
+  const result: PhaseResult = { load, processes };
+  if (ctx.sut.delivers) result.drain = await drain(ctx, base, load.ok2xx);
+  return result;
+}
+
+/** End-to-end deliveries per second sustained for the duration, backlog bounded by maxLag. */
+export async function e2ePhase(ctx: PhaseCtx, fanout: number, connections: number, durationMs: number, maxLag: number): Promise<PhaseResult<GatedResult>> {
+  ctx.monitor.setPhase(`${ctx.sut.name} end-to-end, fan-out ${fanout}`, durationMs);
+  const base = await ctx.monitor.delivered();
+  const from = Date.now();
+  const load = await gatedLoop({ url: ctx.sut.hookUrl(fanout), body: ctx.body }, connections, durationMs, fanout, maxLag, () => ctx.monitor.delivered());
+  const processes = procsOf(ctx, from);
+  return { load, processes, drain: await drain(ctx, base, load.ok2xx * fanout) };
+}
+
+/** Ingest->delivered latency at a constant offered rate, measured at the receiver. */
+export async function latencyPhase(ctx: PhaseCtx, rate: number, fanout: number, durationMs: number): Promise<PhaseResult> {
+  ctx.monitor.setPhase(`${ctx.sut.name} latency at ${rate}/s, fan-out ${fanout}`, durationMs);
+  await ctx.receiver.call('reset');
+  const base = await ctx.monitor.delivered();
+  const from = Date.now();
+  const load = await constantRate({ url: ctx.sut.hookUrl(fanout), body: ctx.body }, rate, durationMs);
+  const processes = procsOf(ctx, from);
+  const d = await drain(ctx, base, load.ok2xx * fanout);
+  const stats = await ctx.receiver.call<ReceiverStats>('stats');
+  return { load, processes, drain: d, deliveryLatencyMs: stats.latency };
+}

@@ -1,0 +1,117 @@
+// Hookline's four services as separate processes (node + tsx loader, so the pid we sample
+// and kill is the service itself), on loopback, against a fresh schema and queue prefix.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Client } from 'pg';
+import { createPool, migrate, parseDatabaseUrl, type Pool } from '@hookline/db';
+import { flushPrefix, freePort, waitFor } from '@hookline/testing';
+import { nodeTs, startChild, type Child } from './children';
+
+export const SERVICES = ['api', 'ingest', 'router', 'deliverer'] as const;
+export type ServiceName = (typeof SERVICES)[number];
+
+export interface StackOptions {
+  label: string;
+  databaseUrl: string;
+  redisUrl: string;
+  /** Overrides and additions to the env every service gets. */
+  env?: Record<string, string>;
+  /** Write a V8 CPU profile of each service into this folder on exit. */
+  cpuProfDir?: string;
+  readyTimeoutMs?: number;
+}
+
+export interface Stack {
+  url: string;
+  schema: string;
+  prefix: string;
+  env: Record<string, string>;
+  pool: Pool;
+  ingestUrl: string;
+  apiUrl: string;
+  children: Partial<Record<ServiceName, Child>>;
+  start(name: ServiceName): Promise<Child>;
+  kill(name: ServiceName, signal?: NodeJS.Signals): Promise<void>;
+  pids(): Partial<Record<ServiceName, number>>;
+  close(opts?: { keepData?: boolean }): Promise<void>;
+}
+
+export async function startStack(opts: StackOptions): Promise<Stack> {
+  const schema = `${opts.label}_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+  const u = new URL(opts.databaseUrl);
+  u.searchParams.set('schema', schema);
+  const url = u.toString();
+  await migrate(url);
+  const prefix = `{${opts.label}-${randomBytes(4).toString('hex')}}`;
+  const ports: Record<ServiceName, number> = { api: await freePort(), ingest: await freePort(), router: await freePort(), deliverer: await freePort() };
+  const env: Record<string, string> = {
+    DATABASE_URL: url,
+    REDIS_URL: opts.redisUrl,
+    QUEUE_PREFIX: prefix,
+    SECRETS_KEY: `bench-secrets-${randomBytes(12).toString('hex')}`,
+    INGEST_PUBLIC_URL: `http://127.0.0.1:${ports.ingest}`,
+    SSRF_ALLOWLIST: '127.0.0.0/8,::1/128',
+    LOG_LEVEL: 'warn',
+    HOST: '127.0.0.1',
+    ...opts.env,
+  };
+  const pool = createPool(url, 4);
+  const children: Partial<Record<ServiceName, Child>> = {};
+  if (opts.cpuProfDir) mkdirSync(opts.cpuProfDir, { recursive: true });
+
+  const stack: Stack = {
+    url,
+    schema,
+    prefix,
+    env,
+    pool,
+    ingestUrl: `http://127.0.0.1:${ports.ingest}`,
+    apiUrl: `http://127.0.0.1:${ports.api}`,
+    children,
+    async start(name) {
+      const flags = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(opts.cpuProfDir)}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`] : [];
+      const [cmd, args] = nodeTs(`services/${name}/src/main.ts`, flags);
+      const child = startChild(name, cmd, args, { env: { ...process.env, ...env, PORT: String(ports[name]) } });
+      children[name] = child;
+      const base = `http://127.0.0.1:${ports[name]}`;
+      await waitFor(
+        async () => {
+          if (!child.alive()) throw new Error(`${name} exited: ${child.tail().slice(-3000)}`);
+          const res = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(2000) }).catch(() => null);
+          return res?.status === 200;
+        },
+        { timeoutMs: opts.readyTimeoutMs ?? 60_000, intervalMs: 100, what: `${name} /readyz` },
+      ).catch((err: Error) => {
+        child.proc.kill('SIGKILL');
+        throw new Error(`${err.message}\n--- ${name} output ---\n${child.tail().slice(-3000)}`);
+      });
+      return child;
+    },
+    async kill(name, signal = 'SIGTERM') {
+      await children[name]?.kill(signal);
+      delete children[name];
+    },
+    pids() {
+      const out: Partial<Record<ServiceName, number>> = {};
+      for (const n of SERVICES) if (children[n]?.alive()) out[n] = children[n]!.pid;
+      return out;
+    },
+    async close(closeOpts = {}) {
+      await Promise.all(SERVICES.map((n) => stack.kill(n, 'SIGTERM')));
+      await pool.end().catch(() => undefined);
+      if (closeOpts.keepData) return;
+      await flushPrefix(prefix, opts.redisUrl).catch(() => undefined);
+      const c = new Client({ connectionString: parseDatabaseUrl(url).connectionString });
+      await c.connect();
+      await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => c.end());
+    },
+  };
+  try {
+    await Promise.all(SERVICES.map((n) => stack.start(n)));
+  } catch (err) {
+    await stack.close();
+    throw err;
+  }
+  return stack;
+}

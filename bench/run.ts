@@ -1,0 +1,112 @@
+// `pnpm bench`: Hookline's four services as separate processes, a local receiver, a load
+// generator, then the same measurements on two baselines; a table and a JSON report.
+import { ALL_PHASES, ALL_SYSTEMS, parseBenchOptions, type BenchOptions } from './lib/bench-options';
+import { startAfternoon, startBare, AFTERNOON_CONCURRENCY, type RunningSut } from './lib/baselines';
+import { stopAll } from './lib/children';
+import { startHelper } from './lib/helper';
+import { startHookline } from './lib/hookline-sut';
+import { eventBody } from './lib/load';
+import { effectiveServiceConfig, machineInfo, redact } from './lib/machine';
+import { Monitor } from './lib/monitor';
+import { e2ePhase, ingestPhase, latencyPhase, type PhaseCtx } from './lib/phases';
+import { ProcSampler } from './lib/proc-sampler';
+import { QueueSampler } from './lib/queue-sampler';
+import { computeRatios, computeTargets, emptySystem, printSummary, writeReport, type BenchReport, type SystemResults } from './lib/report';
+import { SERVICES } from './lib/stack';
+
+type IpcHelper = Awaited<ReturnType<typeof startHelper<{ port: number }>>>;
+
+/** Runs the chosen phases against one system and fills `into`. */
+async function measure(sut: RunningSut, into: SystemResults, o: BenchOptions, rx: IpcHelper, procs: ProcSampler, queues: QueueSampler | null): Promise<void> {
+  const monitor = new Monitor(rx.ipc, procs, queues);
+  const ctx: PhaseCtx = { sut, monitor, receiver: rx.ipc, procs, body: eventBody(o.payloadBytes), drainTimeoutMs: o.drainTimeoutMs };
+  const from = Date.now();
+  monitor.start();
+  try {
+    if (o.phases.includes('ingest') || !sut.delivers) into.ingest = await ingestPhase(ctx, o.connections, o.saturationMs);
+    if (!sut.delivers) return;
+    if (o.phases.includes('e2e')) for (const f of o.fanouts) into.e2e[`f${f}`] = await e2ePhase(ctx, f, o.e2eConnections, o.durationMs, o.maxLag);
+    if (o.phases.includes('latency'))
+      for (const rate of o.rates)
+        for (const f of o.fanouts) (into.latency[String(rate)] ??= {})[`f${f}`] = await latencyPhase(ctx, rate, f, o.latencyMs);
+  } finally {
+    monitor.stop();
+    const all = procs.summary(from, Date.now());
+    into.processes = Object.fromEntries(Object.entries(all).filter(([n]) => sut.processes.includes(n)));
+    into.totalPeakRssMb = Object.values(into.processes).reduce((a, p) => a + p.peakRssMb, 0);
+  }
+}
+
+async function main(): Promise<void> {
+  const o = parseBenchOptions(process.argv.slice(2));
+  const startedAt = new Date().toISOString();
+  const destinationConfig = { max_concurrency: 64 };
+  const report: BenchReport = {
+    kind: 'hookline-bench',
+    startedAt,
+    finishedAt: '',
+    machine: machineInfo(),
+    config: { ...o, serviceEnv: redact(o.serviceEnv), phasesAvailable: ALL_PHASES, systemsAvailable: ALL_SYSTEMS, payloadBytes: o.payloadBytes, destinationConfig, afternoonWorkerConcurrency: AFTERNOON_CONCURRENCY, generators: { saturation: 'autocannon 8 (closed loop)', e2e: 'undici Pool closed loop gated by max-lag', latency: 'undici Pool, open loop on a 1 ms clock' } },
+    hookline: emptySystem(),
+    baselines: { bare: emptySystem(), afternoon: emptySystem() },
+    ratios: {},
+    targets: [],
+  };
+  const rx = await startHelper<{ port: number }>('receiver', 'bench/procs/bench-receiver.main.ts');
+  const rxUrl = `http://127.0.0.1:${rx.hello.port}`;
+  let current: RunningSut | null = null;
+  const procs = new ProcSampler(() => ({ generator: process.pid, receiver: rx.child.pid, ...(current?.pids() ?? {}) }));
+
+  if (o.systems.includes('hookline')) {
+    process.stderr.write('starting Hookline (migrations, api, ingest, router, deliverer)…\n');
+    const h = await startHookline({ databaseUrl: o.databaseUrl, redisUrl: o.redisUrl, env: o.serviceEnv, cpuProfDir: o.cpuProfDir, receiverUrl: rxUrl, fanouts: o.fanouts, destinationConfig });
+    current = h;
+    report.config['stackEnv'] = redact(h.stack.env);
+    report.config['services'] = effectiveServiceConfig(SERVICES, h.stack.env);
+    const queues = new QueueSampler(o.redisUrl, h.stack.prefix);
+    try {
+      await measure(h, report.hookline, o, rx, procs, queues);
+      report.hookline.queueDepths = queues.samples;
+    } finally {
+      await queues.close();
+      await h.close();
+      current = null;
+    }
+  }
+  if (o.systems.includes('afternoon')) {
+    process.stderr.write('\nstarting baseline (b): express + BullMQ + got…\n');
+    current = await startAfternoon(o.redisUrl, rxUrl, o.fanouts);
+    try {
+      await measure(current, report.baselines.afternoon, o, rx, procs, null);
+    } finally {
+      await current.close();
+      current = null;
+    }
+  }
+  if (o.systems.includes('bare')) {
+    process.stderr.write('\nstarting baseline (a): bare node:http…\n');
+    current = await startBare();
+    try {
+      await measure(current, report.baselines.bare, o, rx, procs, null);
+    } finally {
+      await current.close();
+      current = null;
+    }
+  }
+  report.finishedAt = new Date().toISOString();
+  report.ratios = computeRatios(report);
+  report.targets = computeTargets(report);
+  printSummary(report);
+  const file = writeReport(report, o.out);
+  console.log(`\nJSON: ${file}`);
+  await rx.child.kill();
+}
+
+main().then(
+  () => process.exit(0),
+  async (err: Error) => {
+    console.error(`bench failed: ${err.stack ?? err.message}`);
+    await stopAll();
+    process.exit(1);
+  },
+);

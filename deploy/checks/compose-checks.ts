@@ -1,0 +1,122 @@
+// Checks of docker-compose.yml without a Docker engine: the file is interpolated the way
+// compose does it with no variables set (`${VAR:-default}` -> default), parsed with merge
+// keys, and each Hookline container is checked against the process it runs.
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+import { contractFor, EDGE_ENV_ASSUMED, effectiveConfig, envProblems, type ProcessContract } from './process-env';
+
+export interface ComposeService {
+  image?: string;
+  build?: unknown;
+  command?: string[];
+  environment?: Record<string, string | number | boolean>;
+  depends_on?: Record<string, { condition?: string }>;
+  networks?: string[];
+  ports?: string[];
+  profiles?: string[];
+  healthcheck?: { test?: string[] };
+  stop_grace_period?: string;
+}
+
+export interface ComposeFile {
+  services: Record<string, ComposeService>;
+  networks?: Record<string, { internal?: boolean } | null>;
+}
+
+/** Compose interpolation with an empty environment: defaults apply, `$$` is a `$`. */
+export function interpolate(text: string): string {
+  return text.replace(/\$\$|\$\{([A-Z0-9_]+)(?::?-([^}]*))?\}/g, (m, _name: string | undefined, def: string | undefined) => (m === '$$' ? '$' : (def ?? '')));
+}
+
+export function readCompose(file: string): ComposeFile {
+  return parse(interpolate(readFileSync(file, 'utf8')), { merge: true }) as ComposeFile;
+}
+
+const stringEnv = (s: ComposeService): Record<string, string> => Object.fromEntries(Object.entries(s.environment ?? {}).map(([k, v]) => [k, String(v)]));
+
+function seconds(duration: string | undefined): number {
+  const m = /^(\d+)(ms|s|m)?$/.exec(duration ?? '10s');
+  if (!m) return NaN;
+  return Number(m[1]) * ({ ms: 0.001, s: 1, m: 60 }[m[2] ?? 's'] ?? 1);
+}
+
+const isHookline = (s: ComposeService): boolean => s.image === 'hookline:latest' || s.build !== undefined;
+
+async function contractOf(name: string, s: ComposeService): Promise<ProcessContract> {
+  if (name === 'edge') return { entry: 'hookline-edge', schema: EDGE_ENV_ASSUMED };
+  return contractFor(s.command?.[0] ?? '(no command)');
+}
+
+/** Entry files exist, env matches each process's contract, ports and healthchecks match PORT. */
+export async function composeProcessProblems(c: ComposeFile): Promise<string[]> {
+  const problems: string[] = [];
+  for (const [name, s] of Object.entries(c.services)) {
+    if (!isHookline(s) && name !== 'edge') continue;
+    let contract: ProcessContract;
+    try {
+      contract = await contractOf(name, s);
+    } catch (err) {
+      problems.push(`${name}: ${(err as Error).message}`);
+      continue;
+    }
+    const env = stringEnv(s);
+    problems.push(...envProblems(contract, env).map((p) => `${name}: ${p}`));
+    const config = effectiveConfig(contract, env);
+    if (!config || config.PORT === undefined) continue;
+    for (const p of s.ports ?? []) if (!p.endsWith(`:${config.PORT}`)) problems.push(`${name}: publishes ${p} but listens on ${config.PORT}`);
+    if (s.healthcheck && !s.healthcheck.test?.join(' ').includes(`127.0.0.1:${config.PORT}/readyz`)) problems.push(`${name}: the healthcheck does not ask /readyz on port ${config.PORT}`);
+    if (config.SHUTDOWN_TIMEOUT_MS !== undefined && !(seconds(s.stop_grace_period) > Number(config.SHUTDOWN_TIMEOUT_MS) / 1000)) {
+      problems.push(`${name}: stop_grace_period ${s.stop_grace_period ?? '10s (default)'} must exceed SHUTDOWN_TIMEOUT_MS ${config.SHUTDOWN_TIMEOUT_MS}`);
+    }
+  }
+  return problems;
+}
+
+/** Services wait for the migration and a healthy Redis; the migration for PostgreSQL. */
+export function composeOrderProblems(c: ComposeFile): string[] {
+  const problems: string[] = [];
+  const want = (name: string, dep: string, condition: string): void => {
+    if (c.services[name]?.depends_on?.[dep]?.condition !== condition) problems.push(`${name}: must depend on ${dep} with condition ${condition}`);
+  };
+  for (const [name, s] of Object.entries(c.services)) {
+    if (!isHookline(s)) continue;
+    if (name === 'migrate' || s.command?.[0] === 'scripts/migrate.ts') want(name, 'postgres', 'service_healthy');
+    else {
+      want(name, 'migrate', 'service_completed_successfully');
+      want(name, 'redis', 'service_healthy');
+    }
+  }
+  return problems;
+}
+
+/** BullMQ's production settings: never evict keys, persist with AOF. */
+export function composeRedisProblems(c: ComposeFile): string[] {
+  const cmd = (c.services.redis?.command ?? []).join(' ');
+  const problems: string[] = [];
+  if (!/--maxmemory-policy noeviction\b/.test(cmd)) problems.push('redis: --maxmemory-policy must be noeviction');
+  if (!/--appendonly yes\b/.test(cmd)) problems.push('redis: --appendonly must be yes');
+  return problems;
+}
+
+/** The edge agent runs only in its own networks: none shared with PostgreSQL or Redis. */
+export function composeEdgeProblems(c: ComposeFile): string[] {
+  const edge = c.services.edge;
+  if (!edge) return ['edge: the edge agent service is missing'];
+  const problems: string[] = [];
+  if (!edge.profiles?.length) problems.push('edge: must sit behind a profile until its image exists');
+  const dataNets = new Set([...(c.services.postgres?.networks ?? ['default']), ...(c.services.redis?.networks ?? ['default'])]);
+  for (const n of edge.networks ?? ['default']) if (dataNets.has(n)) problems.push(`edge: shares network ${n} with PostgreSQL or Redis`);
+  if (!(edge.networks ?? []).some((n) => c.networks?.[n]?.internal === true)) problems.push('edge: needs an internal (private) network for its targets');
+  return problems;
+}
+
+/** The image runs entries through tsx and contains every entry file it is asked to run. */
+export function dockerfileProblems(dockerfile: string, entries: string[]): string[] {
+  const problems: string[] = [];
+  if (!/^ENTRYPOINT \["\/app\/node_modules\/\.bin\/tsx"\]$/m.test(dockerfile)) problems.push('Dockerfile: ENTRYPOINT must be tsx, the manifests pass the entry file as args');
+  const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+)$/gm)].flatMap((m) => m[1]!.trim().split(/\s+/).slice(0, -1));
+  for (const entry of entries) {
+    if (!copied.some((src) => entry === src || entry.startsWith(`${src.replace(/\/$/, '')}/`))) problems.push(`Dockerfile: ${entry} is not copied into the image`);
+  }
+  return problems;
+}

@@ -1,0 +1,148 @@
+// Checks over a rendered output. Each returns the list of problems it found (empty when
+// all is well), so a test can assert `[]` and show every problem at once.
+import type { IProbe } from 'kubernetes-models/v1/Probe';
+import type { IContainer } from 'kubernetes-models/v1/Container';
+import { schemaError } from './k8s-models';
+import type { K8sObject } from './kustomize-lite';
+import { effectiveConfig, envProblems } from './process-env';
+import { mainProcess, type Workload } from './workloads';
+
+export function schemaProblems(objects: K8sObject[]): string[] {
+  return objects.flatMap((o) => {
+    const err = schemaError(o);
+    return err ? [`${o.kind}/${o.metadata.name}: ${err}`] : [];
+  });
+}
+
+/** Every process runs an entry that exists, gets what it requires, and only what it reads. */
+export function envContractProblems(wls: Workload[]): string[] {
+  return wls.flatMap((w) =>
+    w.processes.flatMap((p) => {
+      const at = `${w.kind}/${w.name} ${p.container.name}`;
+      if (!p.contract) return [`${at}: ${p.contractError}`];
+      return [...p.resolved.problems, ...envProblems(p.contract, p.resolved.env)].map((m) => `${at}: ${m}`);
+    }),
+  );
+}
+
+function containerPort(c: IContainer, port: number | string | undefined): number | undefined {
+  if (typeof port === 'number') return c.ports?.some((p) => p.containerPort === port) ? port : undefined;
+  return c.ports?.find((p) => p.name === port)?.containerPort;
+}
+
+function httpProbe(probe: IProbe | undefined, path: string, c: IContainer, listen: number, what: string): string[] {
+  const get = probe?.httpGet;
+  if (!get) return [`${what} is not an httpGet probe`];
+  const problems = get.path === path ? [] : [`${what} asks ${get.path ?? '(no path)'}, not ${path}`];
+  const port = containerPort(c, get.port);
+  if (port === undefined) problems.push(`${what} port ${get.port} is not a port of the container`);
+  else if (port !== listen) problems.push(`${what} hits port ${port} but the process listens on PORT=${listen}`);
+  return problems;
+}
+
+/** Readiness on /readyz, liveness (and startup) on /healthz, on the port the process listens on. */
+export function probeProblems(wls: Workload[]): string[] {
+  return wls
+    .filter((w) => w.kind === 'Deployment')
+    .flatMap((w) => {
+      const p = mainProcess(w);
+      const config = effectiveConfig(p.contract, p.resolved.env);
+      if (!config) return [];
+      const listen = Number(config.PORT);
+      const c = p.container;
+      const at = `Deployment/${w.name}`;
+      return [
+        ...httpProbe(c.readinessProbe, '/readyz', c, listen, `${at} readinessProbe`),
+        ...httpProbe(c.livenessProbe, '/healthz', c, listen, `${at} livenessProbe`),
+        ...(c.startupProbe ? httpProbe(c.startupProbe, '/healthz', c, listen, `${at} startupProbe`) : []),
+      ];
+    });
+}
+
+function preStopSeconds(c: IContainer): number {
+  const pre = c.lifecycle?.preStop as { exec?: { command?: string[] }; sleep?: { seconds: number } } | undefined;
+  if (pre?.sleep) return pre.sleep.seconds;
+  const cmd = pre?.exec?.command ?? [];
+  return cmd[0] === 'sleep' ? Number(cmd[1] ?? 0) : 0;
+}
+
+/** The kubelet's SIGKILL comes after preStop + the process's own drain deadline. */
+export function shutdownProblems(wls: Workload[]): string[] {
+  return wls
+    .filter((w) => w.kind === 'Deployment')
+    .flatMap((w) => {
+      const p = mainProcess(w);
+      const config = effectiveConfig(p.contract, p.resolved.env);
+      if (config?.SHUTDOWN_TIMEOUT_MS === undefined) return [];
+      const drainMs = Number(config.SHUTDOWN_TIMEOUT_MS);
+      const graceS = w.pod.terminationGracePeriodSeconds ?? 30;
+      const needS = preStopSeconds(p.container) + drainMs / 1000;
+      return graceS > needS ? [] : [`Deployment/${w.name}: terminationGracePeriodSeconds ${graceS} must exceed preStop + SHUTDOWN_TIMEOUT_MS = ${needS} s`];
+    });
+}
+
+/** Requests and limits everywhere; non-root, no privilege escalation, writable /tmp only. */
+export function hardeningProblems(wls: Workload[]): string[] {
+  return wls.flatMap((w) =>
+    w.processes.flatMap((p) => {
+      const at = `${w.kind}/${w.name} ${p.container.name}`;
+      const c = p.container;
+      const problems: string[] = [];
+      for (const kind of ['requests', 'limits'] as const) {
+        for (const r of ['cpu', 'memory']) if (c.resources?.[kind]?.[r] === undefined) problems.push(`${at}: no ${kind}.${r}`);
+      }
+      const nonRoot = c.securityContext?.runAsNonRoot ?? w.pod.securityContext?.runAsNonRoot;
+      const uid = c.securityContext?.runAsUser ?? w.pod.securityContext?.runAsUser;
+      // runAsNonRoot alone cannot be verified by the kubelet for an image whose USER is a name.
+      if (nonRoot !== true || !uid) problems.push(`${at}: must set runAsNonRoot: true and a numeric non-zero runAsUser`);
+      if (c.securityContext?.allowPrivilegeEscalation !== false) problems.push(`${at}: allowPrivilegeEscalation must be false`);
+      if (c.securityContext?.readOnlyRootFilesystem !== true) problems.push(`${at}: readOnlyRootFilesystem must be true`);
+      else if (!c.volumeMounts?.some((m) => m.mountPath === '/tmp')) problems.push(`${at}: a read-only root needs a /tmp volume (tsx's cache)`);
+      return problems;
+    }),
+  );
+}
+
+export function matches(selector: Record<string, string> | undefined, labels: Record<string, string>): boolean {
+  const entries = Object.entries(selector ?? {});
+  return entries.length > 0 && entries.every(([k, v]) => labels[k] === v);
+}
+
+/** Selectors pick their own pods only; one PDB per Deployment; Services reach a named port. */
+export function selectorProblems(wls: Workload[], objects: K8sObject[]): string[] {
+  const deployments = wls.filter((w) => w.kind === 'Deployment');
+  const problems: string[] = [];
+  for (const d of deployments) {
+    const selector = (d.object.spec as { selector?: { matchLabels?: Record<string, string> } }).selector?.matchLabels;
+    if (!matches(selector, d.podLabels)) problems.push(`Deployment/${d.name}: selector does not match its own pod labels`);
+    for (const other of deployments) if (other !== d && matches(selector, other.podLabels)) problems.push(`Deployment/${d.name}: selector also matches the pods of ${other.name}`);
+    const pdbs = objects.filter((o) => o.kind === 'PodDisruptionBudget' && matches((o.spec as { selector?: { matchLabels?: Record<string, string> } }).selector?.matchLabels, d.podLabels));
+    if (pdbs.length !== 1) problems.push(`Deployment/${d.name}: covered by ${pdbs.length} PodDisruptionBudgets, want 1`);
+  }
+  for (const s of objects.filter((o) => o.kind === 'Service')) {
+    const spec = s.spec as { selector?: Record<string, string>; ports?: { port: number; targetPort?: number | string }[] };
+    const backends = deployments.filter((d) => matches(spec.selector, d.podLabels));
+    if (backends.length !== 1) problems.push(`Service/${s.metadata.name}: selects ${backends.length} Deployments, want 1`);
+    for (const b of backends) {
+      for (const port of spec.ports ?? []) {
+        if (containerPort(mainProcess(b).container, port.targetPort ?? port.port) === undefined) problems.push(`Service/${s.metadata.name}: targetPort ${port.targetPort} is not a port of ${b.name}`);
+      }
+    }
+  }
+  return problems;
+}
+
+/** One migration Job; every service pod waits for the schema of the same database. */
+export function migrationProblems(wls: Workload[]): string[] {
+  const jobs = wls.filter((w) => w.kind === 'Job' && mainProcess(w).entry === 'scripts/migrate.ts');
+  if (jobs.length !== 1) return [`want exactly one Job running scripts/migrate.ts, found ${jobs.length}`];
+  const db = mainProcess(jobs[0]!).resolved.env.DATABASE_URL;
+  const problems: string[] = [];
+  for (const w of wls.filter((x) => x.kind === 'Deployment' && mainProcess(x).service)) {
+    const wait = w.processes.find((p) => p.init && p.entry === 'deploy/scripts/wait-for-migrations.ts');
+    if (!wait) problems.push(`Deployment/${w.name}: no wait-for-migrations init container`);
+    else if (wait.resolved.env.DATABASE_URL !== db) problems.push(`Deployment/${w.name}: wait-for-migrations watches another DATABASE_URL than the migration Job`);
+    if (mainProcess(w).resolved.env.DATABASE_URL !== db) problems.push(`Deployment/${w.name}: uses another DATABASE_URL than the migration Job`);
+  }
+  return problems;
+}

@@ -1,0 +1,95 @@
+// What each process of the image reads from its environment, taken from the code itself
+// (services/<name>/src/config.ts), so the manifests and docker-compose.yml can be checked
+// against it: every variable a process requires is given, every variable given is read,
+// and every value passes the process's own validation.
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { baseEnv, ConfigError, loadConfig, type EnvSchema } from '@hookline/config';
+import { waitEnv } from '../scripts/wait-for-migrations';
+import { REPO_ROOT } from './kustomize-lite';
+
+export interface ProcessContract {
+  /** The entry file the image runs (`args[0]` / compose `command[0]`). */
+  entry: string;
+  schema: EnvSchema;
+  /** Extra validation the process does at boot beyond the schema (e.g. loadApiConfig). */
+  load?: (env: NodeJS.ProcessEnv) => unknown;
+}
+
+const ENV_TYPES = new Set(['string', 'integer', 'number', 'boolean']);
+
+function isEnvSchema(v: unknown): v is EnvSchema {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return false;
+  const entries = Object.values(v as Record<string, unknown>);
+  return entries.length > 0 && entries.every((e) => !!e && typeof e === 'object' && ENV_TYPES.has(String((e as { type?: unknown }).type)));
+}
+
+/**
+ * The env schema a service exports from its config.ts: the one exported object of
+ * `{ NAME: { type, default? } }` entries that extends baseEnv. Throws, naming the
+ * exports, when there is none or more than one.
+ */
+export async function serviceContract(name: string): Promise<ProcessContract> {
+  const entry = `services/${name}/src/main.ts`;
+  const configFile = resolve(REPO_ROOT, `services/${name}/src/config.ts`);
+  if (!existsSync(configFile)) throw new Error(`services/${name}/src/config.ts does not exist`);
+  const mod = (await import(configFile)) as Record<string, unknown>;
+  const schemas = Object.entries(mod).filter(([, v]) => isEnvSchema(v) && Object.keys(baseEnv).every((k) => k in (v as EnvSchema)));
+  if (schemas.length !== 1) {
+    throw new Error(`services/${name}/src/config.ts must export exactly one env schema extending baseEnv; found ${schemas.map(([k]) => k).join(', ') || 'none'} among ${Object.keys(mod).join(', ')}`);
+  }
+  const loaders = Object.entries(mod).filter(([k, v]) => /^load\w*Config$/.test(k) && typeof v === 'function');
+  const loader = loaders[0]?.[1] as ((env: NodeJS.ProcessEnv) => unknown) | undefined;
+  return { entry, schema: schemas[0]![1] as EnvSchema, load: loader };
+}
+
+/** The contract of any entry file the manifests may run. */
+export async function contractFor(entry: string): Promise<ProcessContract> {
+  if (!existsSync(resolve(REPO_ROOT, entry))) throw new Error(`${entry} does not exist in the repository`);
+  const service = /^services\/([a-z-]+)\/src\/main\.ts$/.exec(entry);
+  if (service) return serviceContract(service[1]!);
+  // scripts/migrate.ts reads only DATABASE_URL (loadConfig({ DATABASE_URL: baseEnv.DATABASE_URL })).
+  if (entry === 'scripts/migrate.ts') return { entry, schema: { DATABASE_URL: baseEnv.DATABASE_URL } };
+  if (entry === 'deploy/scripts/wait-for-migrations.ts') return { entry, schema: waitEnv };
+  throw new Error(`${entry} is not a known Hookline entry point`);
+}
+
+/**
+ * The environment of the hookline-edge agent as issue 7 describes it. The package does not
+ * exist yet; replace this with its exported schema when it does.
+ */
+export const EDGE_ENV_ASSUMED = {
+  HOOKLINE_URL: { type: 'string', description: 'Base URL of the Hookline service the agent pulls work from' },
+  CLUSTER_ID: { type: 'string', description: 'The enrolled cluster (POST /tenants/{tid}/clusters)' },
+  CLUSTER_KEY: { type: 'string', minLength: 16, description: 'The cluster HMAC key, shown once at enrolment' },
+  PORT: { type: 'integer', default: 8090, minimum: 0, maximum: 65535, description: '/healthz and /readyz (the house rule for every process)' },
+} as const satisfies EnvSchema;
+
+/** Problems with `env` for a process: unread variables, missing or invalid values. */
+export function envProblems(contract: ProcessContract, env: Record<string, string>): string[] {
+  const problems = Object.keys(env)
+    .filter((k) => !(k in contract.schema))
+    .map((k) => `${k} is set but ${contract.entry} does not read it`);
+  try {
+    loadConfig(contract.schema, env);
+    contract.load?.(env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...err.problems.map((p) => `${contract.entry}: ${p}`));
+  }
+  return problems;
+}
+
+/**
+ * The configuration the process would run with (defaults applied), or null when it would
+ * not start (envProblems reports why; the other checks skip it).
+ */
+export function effectiveConfig(contract: ProcessContract | undefined, env: Record<string, string>): Record<string, string | number | boolean> | null {
+  if (!contract) return null;
+  try {
+    return loadConfig(contract.schema, env) as Record<string, string | number | boolean>;
+  } catch (err) {
+    if (err instanceof ConfigError) return null;
+    throw err;
+  }
+}

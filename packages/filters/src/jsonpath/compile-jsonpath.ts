@@ -1,0 +1,36 @@
+import { Budget, BudgetExceededError } from '../budget';
+import type { PathQuery } from './ast';
+import { evaluateQuery } from './evaluate-jsonpath';
+import { parseJsonPath } from './parse-jsonpath';
+
+export interface CompiledJsonPath {
+  readonly source: string;
+  readonly ast: PathQuery;
+  /** The selected values; throws BudgetExceededError when the budget runs out. */
+  query(doc: unknown, budget?: Budget): unknown[];
+  /** True when at least one node is selected; false when none is or the budget runs out. */
+  matches(doc: unknown, budget?: Budget): boolean;
+}
+
+/** Parses once (throws JsonPathSyntaxError with a position), evaluates many times. */
+export function compileJsonPath(source: string): CompiledJsonPath {
+  const ast = parseJsonPath(source);
+  return {
+    source,
+    ast,
+    query: (doc, budget = new Budget()) => evaluateQuery(ast, doc, doc, budget),
+    matches(doc, budget = new Budget()) {
+      try {
+        return evaluateQuery(ast, doc, doc, budget).length > 0;
+      } catch (err) {
+        if (err instanceof BudgetExceededError || err instanceof RangeError) return false;
+        throw err;
+      }
+    },
+  };
+}
+
+/** One-shot query: the values `path` selects in `doc`. */
+export function queryJsonPath(doc: unknown, path: string): unknown[] {
+  return compileJsonPath(path).query(doc);
+}

@@ -1,0 +1,59 @@
+import express, { type Express, type Request } from 'express';
+import { setErrorsBase } from '@hookline/errors';
+import { createSecretBox } from '@hookline/signing';
+import type { ApiDeps, AppContext } from './context';
+import { errorMiddleware, notFoundMiddleware } from './http/error.middleware';
+import { pipeline } from './http/pipeline';
+import { requestIdMiddleware } from './http/request-id.middleware';
+import { mountRoutes, type RouteDef } from './http/route';
+import { allRoutes } from './routes';
+
+export interface ApiApp {
+  app: Express;
+  context: AppContext;
+  routes: readonly RouteDef[];
+  /** After SIGTERM: /readyz answers 503 so load balancers stop sending traffic. */
+  setDraining(): void;
+}
+
+async function readiness(ctx: AppContext): Promise<Record<string, boolean>> {
+  const [database, redis] = await Promise.all([
+    ctx.pool.query('SELECT 1').then(() => true, () => false),
+    ctx.redis.ping().then(() => true, () => false),
+  ]);
+  return { database, redis };
+}
+
+/** Builds the control API from its deps (no listening, no env): tests run it in-process. */
+export function buildApp(deps: ApiDeps): ApiApp {
+  setErrorsBase(deps.config.ERRORS_BASE_URL);
+  const context: AppContext = { ...deps, box: createSecretBox(deps.config.SECRETS_KEY) };
+  let draining = false;
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(requestIdMiddleware);
+  app.use(
+    express.json({
+      limit: deps.config.API_BODY_LIMIT,
+      // HMAC-signed cluster requests are verified over the exact bytes.
+      verify: (req, _res, buf) => {
+        (req as Request & { rawBody?: Buffer }).rawBody = buf;
+      },
+    }),
+  );
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    const checks = await readiness(context);
+    const ready = !draining && Object.values(checks).every(Boolean);
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', draining, checks });
+  });
+  const routes = allRoutes();
+  const router = express.Router();
+  mountRoutes(router, context, routes, pipeline);
+  app.use(router);
+  app.use(notFoundMiddleware);
+  app.use(errorMiddleware(deps.logger));
+  return { app, context, routes, setDraining: () => (draining = true) };
+}

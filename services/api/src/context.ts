@@ -1,0 +1,54 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Pool, PrismaClient } from '@hookline/db';
+import type { Logger } from '@hookline/logger';
+import type { Producer, Redis } from '@hookline/queues';
+import type { SecretBox } from '@hookline/signing';
+import type { ApiConfig, PlanName } from './config';
+
+/** What the api needs from the outside world; main.ts builds it, tests build their own. */
+export interface ApiDeps {
+  prisma: PrismaClient;
+  pool: Pool;
+  redis: Redis;
+  producer: Producer;
+  config: ApiConfig;
+  logger: Logger;
+}
+
+/** Deps plus things derived once from config. */
+export interface AppContext extends ApiDeps {
+  box: SecretBox;
+}
+
+/** Who is calling: an API key, a logged-in user (JWT) or an enrolled cluster (HMAC). */
+export interface Principal {
+  kind: 'api_key' | 'user' | 'cluster';
+  id: string;
+  tenantId: string;
+  plan: PlanName;
+  scopes: ReadonlySet<string>;
+}
+
+export function actorOf(p: Principal): string {
+  return `${p.kind}:${p.id}`;
+}
+
+/** Everything a route handler sees; handlers never touch express objects. */
+export interface RequestContext {
+  app: AppContext;
+  principal: Principal;
+  /** The tenant the request acts on (path `{tid}`, `X-Tenant-ID`, or the credential's). */
+  tenantId: string;
+  requestId: string;
+  params: Record<string, string>;
+  query: Record<string, unknown>;
+  body: unknown;
+  headers: IncomingHttpHeaders;
+  logger: Logger;
+}
+
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}

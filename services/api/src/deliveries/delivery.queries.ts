@@ -1,0 +1,45 @@
+import { AppError, type FieldError } from '@hookline/errors';
+import type { Prisma } from '@hookline/db';
+import type { AppContext } from '../context';
+import { findPage, readPage, readTimeRange, stringParam, type PageResult } from '../http/pagination';
+import type { Delivery, DeliveryAttempt } from '../lib/models';
+import { DELIVERY_STATUSES, type DeliveryStatus } from './delivery.view';
+
+/** Filters of the delivery lists: status, event_id, destination_id, source_id, since, until. */
+export function deliveryWhere(tenantId: string, query: Record<string, unknown>, forceStatus?: DeliveryStatus): Prisma.DeliveryWhereInput {
+  const errors: FieldError[] = [];
+  const status = forceStatus ?? stringParam(query, 'status');
+  if (status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(status)) errors.push({ field: 'status', message: `must be one of: ${DELIVERY_STATUSES.join(', ')}` });
+  if (errors.length) throw AppError.validation(errors);
+  const eventId = stringParam(query, 'event_id');
+  const destinationId = stringParam(query, 'destination_id');
+  const sourceId = stringParam(query, 'source_id');
+  const range = readTimeRange(query);
+  return {
+    tenantId,
+    ...(status ? { status: status as DeliveryStatus } : {}),
+    ...(eventId ? { eventId } : {}),
+    ...(destinationId ? { destinationId } : {}),
+    ...(sourceId ? { event: { ingesterId: sourceId } } : {}),
+    ...(range ? { createdAt: range } : {}),
+  };
+}
+
+export async function listDeliveries(app: AppContext, tenantId: string, query: Record<string, unknown>, forceStatus?: DeliveryStatus): Promise<PageResult<Delivery>> {
+  const page = readPage(query);
+  const where = deliveryWhere(tenantId, query, forceStatus);
+  return findPage(page, (a) => app.prisma.delivery.findMany({ ...a, where: { ...where, ...a.where } }));
+}
+
+export async function findDelivery(app: AppContext, tenantId: string, id: string): Promise<Delivery> {
+  const row = await app.prisma.delivery.findFirst({ where: { id, tenantId } });
+  if (!row) throw AppError.notFound('delivery');
+  return row;
+}
+
+/** Attempt history of one delivery, newest first. */
+export async function listAttempts(app: AppContext, tenantId: string, deliveryId: string, query: Record<string, unknown>): Promise<PageResult<DeliveryAttempt>> {
+  await findDelivery(app, tenantId, deliveryId);
+  const page = readPage(query);
+  return findPage(page, (a) => app.prisma.deliveryAttempt.findMany({ ...a, where: { tenantId, deliveryId, ...a.where } }));
+}

@@ -1,0 +1,86 @@
+import type { RequestContext } from '../context';
+import { findPage, readPage } from '../http/pagination';
+import type { AuthedRoute } from '../http/route';
+import { listBody, listOf } from '../http/schemas';
+import { created, ok } from '../lib/format';
+import { stateFilter } from '../lifecycle/state-filter';
+import { lifecycleRoutes } from '../lifecycle/lifecycle.routes';
+import { createDestinationBody, destinationView, patchDestinationBody, type DestinationBody } from './destination.schema';
+import { createDestination, destinationToView, findDestination, patchDestination } from './destination.service';
+
+const BASE = '/v1/tenants/:tid/destinations';
+const TAG = 'Destinations (targets)';
+
+export async function listDestinations(ctx: RequestContext, plural: string): Promise<Record<string, unknown>> {
+  const page = readPage(ctx.query);
+  const where = { tenantId: ctx.tenantId, ...stateFilter(ctx.query) };
+  const result = await findPage(page, (a) => ctx.app.prisma.destination.findMany({ ...a, where: { ...where, ...a.where } }));
+  return listBody(plural, result, (r) => destinationToView(r));
+}
+
+export async function createDestinationReply(ctx: RequestContext) {
+  const { row, secret } = await createDestination(ctx.app, ctx.tenantId, ctx.body as DestinationBody & { name: string; url: string });
+  return created(destinationToView(row, secret));
+}
+
+const common = { auth: 'credential', tenant: 'path' } as const;
+
+export const destinationRoutes: AuthedRoute[] = [
+  {
+    ...common,
+    method: 'get',
+    path: BASE,
+    operationId: 'destinations.list',
+    scope: 'read:destinations',
+    doc: { summary: 'List destinations', tag: TAG, response: listOf('destinations', destinationView), query: ['limit', 'cursor', 'offset', 'state'] },
+    handler: async (ctx) => ok(await listDestinations(ctx, 'destinations')),
+  },
+  {
+    ...common,
+    method: 'post',
+    path: BASE,
+    operationId: 'destinations.create',
+    scope: 'write:destinations',
+    body: createDestinationBody,
+    doc: {
+      summary: 'Create a destination',
+      description: 'state defaults to ACTIVE. Without signing_secret a whsec_ secret is generated and returned once in signing_secret. The mTLS key is write-only.',
+      tag: TAG,
+      response: destinationView,
+      errors: [409, 422],
+    },
+    handler: createDestinationReply,
+  },
+  {
+    ...common,
+    method: 'get',
+    path: `${BASE}/:id`,
+    operationId: 'destinations.get',
+    scope: 'read:destinations',
+    doc: { summary: 'Get one destination', tag: TAG, response: destinationView, errors: [404] },
+    handler: async (ctx) => ok(destinationToView(await findDestination(ctx.app, ctx.tenantId, ctx.params['id']!))),
+  },
+  {
+    ...common,
+    method: 'patch',
+    path: `${BASE}/:id`,
+    operationId: 'destinations.update',
+    scope: 'write:destinations',
+    body: patchDestinationBody,
+    doc: { summary: 'Update a destination (partial; config keys merged; secret rotation)', tag: TAG, response: destinationView, errors: [404, 409, 422] },
+    handler: async (ctx) => {
+      const { row, secret } = await patchDestination(ctx.app, ctx.tenantId, ctx.params['id']!, ctx.body as DestinationBody);
+      return ok(destinationToView(row, secret));
+    },
+  },
+  ...lifecycleRoutes({
+    kind: 'destination',
+    itemPath: `${BASE}/:id`,
+    idParam: 'id',
+    operationPrefix: 'destinations',
+    tag: TAG,
+    scope: 'write:destinations',
+    view: destinationView,
+    load: async (ctx, id) => destinationToView(await findDestination(ctx.app, ctx.tenantId, id)),
+  }),
+];

@@ -1,0 +1,94 @@
+import type { JsonSchema } from '../http/validate';
+
+const mtls = {
+  type: ['object', 'null'],
+  required: ['cert', 'key'],
+  properties: {
+    cert: { type: 'string', minLength: 1, maxLength: 20000, description: 'PEM client certificate' },
+    key: { type: 'string', minLength: 1, maxLength: 20000, description: 'PEM private key; write-only, stored encrypted' },
+    ca: { type: 'string', minLength: 1, maxLength: 50000, description: 'PEM CA bundle to trust' },
+  },
+  additionalProperties: false,
+};
+
+/** Delivery settings; unknown keys are kept for forward compatibility. */
+const destinationConfig = {
+  type: 'object',
+  properties: {
+    headers: {
+      type: 'object',
+      additionalProperties: { type: 'string', maxLength: 4000, pattern: '^[^\\r\\n\\u0000]*$' },
+      propertyNames: { pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" },
+      maxProperties: 50,
+      description: 'Extra request headers; hop-by-hop and Hookline-owned ones (webhook-*, x-service-*, x-hookline-*, content-type, host, …) are refused',
+    },
+    timeout_ms: { type: 'integer', minimum: 100, maximum: 120000 },
+    max_attempts: { type: 'integer', minimum: 1, maximum: 50 },
+    retry_schedule_ms: { type: 'array', items: { type: 'integer', minimum: 0, maximum: 604800000 }, minItems: 1, maxItems: 50 },
+    retry_on_status: { type: 'array', items: { type: 'integer', minimum: 400, maximum: 499 }, maxItems: 100, description: '4xx statuses to retry (default 408, 429)' },
+    rate_limit_per_second: { type: 'integer', minimum: 1, maximum: 1000000 },
+    max_concurrency: { type: 'integer', minimum: 1, maximum: 1000 },
+    mtls,
+  },
+  additionalProperties: true,
+} as const;
+
+const fields = {
+  name: { type: 'string', minLength: 1, maxLength: 200 },
+  url: { type: 'string', minLength: 1, maxLength: 2000, pattern: '^[Hh][Tt][Tt][Pp][Ss]?://', description: 'http(s) URL' },
+  method: { type: 'string', enum: ['POST', 'PUT', 'PATCH'] },
+  cluster_id: { type: ['string', 'null'], maxLength: 64 },
+  config: destinationConfig,
+  signing_secret: { type: 'string', minLength: 16, maxLength: 1024, description: 'Write-only; generated (whsec_…) and returned once when omitted' },
+};
+
+export const createDestinationBody: JsonSchema = {
+  type: 'object',
+  required: ['name', 'url'],
+  properties: { ...fields, state: { type: 'string', enum: ['DRAFT', 'ACTIVE'], description: 'Default ACTIVE' } },
+  additionalProperties: false,
+};
+
+/** PATCH: every field optional; config keys are merged; `rotate_signing_secret` mints a new secret (returned once). */
+export const patchDestinationBody: JsonSchema = {
+  type: 'object',
+  properties: { ...fields, rotate_signing_secret: { type: 'boolean' } },
+  additionalProperties: false,
+  minProperties: 1,
+};
+
+export interface DestinationConfigInput {
+  mtls?: { cert: string; key: string; ca?: string } | null;
+  [k: string]: unknown;
+}
+
+export interface DestinationBody {
+  name?: string;
+  url?: string;
+  method?: string;
+  cluster_id?: string | null;
+  config?: DestinationConfigInput;
+  signing_secret?: string;
+  rotate_signing_secret?: boolean;
+  state?: 'DRAFT' | 'ACTIVE';
+}
+
+export const destinationView: JsonSchema = {
+  type: 'object',
+  required: ['id', 'tenant_id', 'name', 'url', 'method', 'state', 'config', 'signing_secrets_count', 'created_at', 'updated_at'],
+  properties: {
+    id: { type: 'string', pattern: '^dst_' },
+    tenant_id: { type: 'string' },
+    cluster_id: { type: ['string', 'null'] },
+    name: { type: 'string' },
+    url: { type: 'string' },
+    method: { type: 'string' },
+    state: { type: 'string', enum: ['DRAFT', 'ACTIVE', 'DISABLED', 'DELETED'] },
+    disabled_reason: { type: ['string', 'null'] },
+    config: { type: 'object' },
+    signing_secrets_count: { type: 'integer' },
+    signing_secret: { type: 'string', description: 'Only in the create (or rotate) response' },
+    created_at: { type: 'string', format: 'date-time' },
+    updated_at: { type: 'string', format: 'date-time' },
+  },
+};

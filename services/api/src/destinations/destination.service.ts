@@ -1,0 +1,129 @@
+import { AppError, type FieldError } from '@hookline/errors';
+import { newId } from '@hookline/db';
+import { newWhsecSecret } from '@hookline/signing';
+import type { AppContext } from '../context';
+import { asObject, iso } from '../lib/format';
+import { announce, duplicateName, lockNames, unresolved } from '../lib/config-writes';
+import type { Destination } from '../lib/models';
+import type { DestinationBody, DestinationConfigInput } from './destination.schema';
+
+export function destinationToView(row: Destination, shownSecret?: string): Record<string, unknown> {
+  const { mtls, ...config } = asObject(row.config);
+  const m = asObject(mtls);
+  return {
+    id: row.id,
+    tenant_id: row.tenantId,
+    cluster_id: row.clusterId,
+    name: row.name,
+    url: row.url,
+    method: row.method,
+    state: row.state,
+    disabled_reason: row.disabledReason,
+    config: { ...config, ...(mtls ? { mtls: { cert: m['cert'], ...(m['ca'] ? { ca: m['ca'] } : {}), key_set: Boolean(m['key_sealed']) } } : {}) },
+    signing_secrets_count: row.secrets.length,
+    ...(shownSecret ? { signing_secret: shownSecret } : {}),
+    created_at: iso(row.createdAt),
+    updated_at: iso(row.updatedAt),
+  };
+}
+
+// Hop-by-hop headers and the ones the deliverer owns (signatures, idempotency key).
+const RESERVED_HEADER = /^(host|content-length|content-type|connection|keep-alive|transfer-encoding|te|trailer|upgrade|expect|proxy-.*|traceparent|tracestate|webhook-.*|x-service-.*|x-hookline-.*)$/i;
+
+function checkHeaders(config: DestinationConfigInput | undefined, errors: FieldError[]): void {
+  const headers = config?.['headers'];
+  if (!headers || typeof headers !== 'object') return;
+  for (const name of Object.keys(headers)) {
+    if (RESERVED_HEADER.test(name)) errors.push({ field: `config.headers.${name}`, message: 'is set by Hookline and cannot be configured' });
+  }
+}
+
+function checkUrl(url: string | undefined, errors: FieldError[]): void {
+  if (url === undefined) return;
+  try {
+    const u = new URL(url);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
+  } catch {
+    errors.push({ field: 'url', message: 'must be an absolute http(s) URL' });
+  }
+}
+
+/** The stored form of config: the mTLS private key sealed, never kept in clear. */
+function storeConfig(app: AppContext, input: DestinationConfigInput): Record<string, unknown> {
+  const { mtls, ...rest } = input;
+  if (!mtls) return rest;
+  return { ...rest, mtls: { cert: mtls.cert, ...(mtls.ca ? { ca: mtls.ca } : {}), key_sealed: app.box.seal(mtls.key) } };
+}
+
+async function assertCluster(app: AppContext, tenantId: string, clusterId: string | null | undefined): Promise<void> {
+  if (clusterId && !(await app.prisma.cluster.count({ where: { id: clusterId, tenantId, state: { not: 'DELETED' } } }))) {
+    throw unresolved([{ field: 'cluster_id', message: 'does not exist' }]);
+  }
+}
+
+/** Creates a destination; without a signing secret one is generated and returned once. */
+export async function createDestination(app: AppContext, tenantId: string, body: DestinationBody & { name: string; url: string }): Promise<{ row: Destination; secret: string }> {
+  const errors: FieldError[] = [];
+  checkUrl(body.url, errors);
+  checkHeaders(body.config, errors);
+  if (errors.length) throw AppError.validation(errors);
+  await assertCluster(app, tenantId, body.cluster_id);
+  const secret = body.signing_secret ?? newWhsecSecret();
+  const row = await app.prisma.$transaction(async (tx) => {
+    await lockNames(tx, 'destination', tenantId);
+    if (await tx.destination.count({ where: { tenantId, name: body.name, state: { not: 'DELETED' } } })) throw duplicateName('destination', body.name);
+    return tx.destination.create({
+      data: {
+        id: newId('dst'),
+        tenantId,
+        clusterId: body.cluster_id ?? null,
+        name: body.name,
+        url: body.url,
+        method: body.method ?? 'POST',
+        config: storeConfig(app, body.config ?? {}) as object,
+        secrets: [app.box.seal(secret)],
+        state: body.state ?? 'ACTIVE',
+      },
+    });
+  });
+  await announce(app, { kind: 'destination', id: row.id, tenantId });
+  return { row, secret };
+}
+
+export async function findDestination(app: AppContext, tenantId: string, id: string): Promise<Destination> {
+  const row = await app.prisma.destination.findFirst({ where: { id, tenantId, state: { not: 'DELETED' } } });
+  if (!row) throw AppError.notFound('destination');
+  return row;
+}
+
+/** PATCH: merges config keys; a new or rotated secret becomes current, the previous one stays valid. */
+export async function patchDestination(app: AppContext, tenantId: string, id: string, body: DestinationBody): Promise<{ row: Destination; secret?: string }> {
+  const errors: FieldError[] = [];
+  checkUrl(body.url, errors);
+  checkHeaders(body.config, errors);
+  if (body.signing_secret && body.rotate_signing_secret) errors.push({ field: 'rotate_signing_secret', message: 'cannot be combined with signing_secret' });
+  if (errors.length) throw AppError.validation(errors);
+  await assertCluster(app, tenantId, body.cluster_id);
+  const secret = body.signing_secret ?? (body.rotate_signing_secret ? newWhsecSecret() : undefined);
+  const row = await app.prisma.$transaction(async (tx) => {
+    await lockNames(tx, 'destination', tenantId);
+    const current = await tx.destination.findFirst({ where: { id, tenantId, state: { not: 'DELETED' } } });
+    if (!current) throw AppError.notFound('destination');
+    if (body.name && (await tx.destination.count({ where: { tenantId, name: body.name, state: { not: 'DELETED' }, id: { not: id } } }))) throw duplicateName('destination', body.name);
+    const config = body.config ? { ...asObject(current.config), ...storeConfig(app, body.config) } : undefined;
+    if (config && body.config?.mtls === null) delete config['mtls'];
+    return tx.destination.update({
+      where: { id },
+      data: {
+        ...(body.name !== undefined ? { name: body.name } : {}),
+        ...(body.url !== undefined ? { url: body.url } : {}),
+        ...(body.method !== undefined ? { method: body.method } : {}),
+        ...(body.cluster_id !== undefined ? { clusterId: body.cluster_id } : {}),
+        ...(config ? { config: config as object } : {}),
+        ...(secret ? { secrets: [app.box.seal(secret), ...current.secrets.slice(0, 1)] } : {}),
+      },
+    });
+  });
+  await announce(app, { kind: 'destination', id, tenantId });
+  return { row, secret: secret && !body.signing_secret ? secret : undefined };
+}

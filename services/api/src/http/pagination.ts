@@ -1,0 +1,109 @@
+import { AppError, type FieldError } from '@hookline/errors';
+
+export const DEFAULT_LIMIT = 20;
+export const MAX_LIMIT = 100;
+
+/**
+ * A page request. Cursor mode (preferred): `cursor` is the opaque base64url of the last
+ * id seen; ids sort by creation time, so "newest first" is `id DESC` and the next page is
+ * `id < afterId`. Offset mode: `offset` (default 0), when the caller sends it.
+ */
+export type Page = { limit: number; mode: 'cursor'; beforeId: string | null } | { limit: number; mode: 'offset'; offset: number };
+
+export interface PageResult<T> {
+  items: T[];
+  next_cursor: string | null;
+  next_offset?: number | null;
+}
+
+export function encodeCursor(id: string): string {
+  return Buffer.from(id, 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): string | null {
+  const id = Buffer.from(cursor, 'base64url').toString('utf8');
+  return /^[a-z]{2,4}_[0-9a-z]{26}$/.test(id) ? id : null;
+}
+
+function intParam(v: unknown, field: string, errors: FieldError[]): number | undefined {
+  if (v === undefined || v === '') return undefined;
+  if (typeof v !== 'string' || !/^\d+$/.test(v)) {
+    errors.push({ field, message: 'must be a non-negative integer' });
+    return undefined;
+  }
+  return Number(v);
+}
+
+/** Reads `limit`, `cursor` and `offset` from a query; out-of-range values are a 400. */
+export function readPage(query: Record<string, unknown>): Page {
+  const errors: FieldError[] = [];
+  const limit = intParam(query['limit'], 'limit', errors) ?? DEFAULT_LIMIT;
+  if (limit < 1 || limit > MAX_LIMIT) errors.push({ field: 'limit', message: `must be between 1 and ${MAX_LIMIT}` });
+  const offset = intParam(query['offset'], 'offset', errors);
+  const cursor = query['cursor'];
+  let beforeId: string | null = null;
+  if (cursor !== undefined && cursor !== '') {
+    beforeId = typeof cursor === 'string' ? decodeCursor(cursor) : null;
+    if (!beforeId) errors.push({ field: 'cursor', message: 'is not a cursor this API issued' });
+    if (offset !== undefined) errors.push({ field: 'offset', message: 'cannot be combined with cursor' });
+  }
+  if (errors.length) throw AppError.validation(errors);
+  return offset !== undefined ? { limit, mode: 'offset', offset } : { limit, mode: 'cursor', beforeId };
+}
+
+export interface PageArgs {
+  where: { id?: { lt: string } };
+  orderBy: { id: 'desc' };
+  take: number;
+  skip?: number;
+}
+
+/**
+ * Runs one page of a newest-first query: `find` gets Prisma arguments (merge `where`
+ * into its own filter) and the result carries the continuation.
+ */
+export async function findPage<T extends { id: string }>(page: Page, find: (args: PageArgs) => Promise<T[]>): Promise<PageResult<T>> {
+  const args: PageArgs =
+    page.mode === 'offset'
+      ? { where: {}, orderBy: { id: 'desc' }, take: page.limit + 1, skip: page.offset }
+      : { where: page.beforeId ? { id: { lt: page.beforeId } } : {}, orderBy: { id: 'desc' }, take: page.limit + 1 };
+  return pageResult(await find(args), page);
+}
+
+/** Cuts the extra row fetched to detect a next page and builds the continuation. */
+export function pageResult<T extends { id: string }>(rows: T[], page: Page): PageResult<T> {
+  const more = rows.length > page.limit;
+  const items = more ? rows.slice(0, page.limit) : rows;
+  const last = items[items.length - 1];
+  if (page.mode === 'offset') return { items, next_cursor: null, next_offset: more ? page.offset + page.limit : null };
+  return { items, next_cursor: more && last ? encodeCursor(last.id) : null };
+}
+
+/** `since`/`until` (ISO 8601) as a created-at range; a bad timestamp is a 400. */
+export function readTimeRange(query: Record<string, unknown>): { gte?: Date; lt?: Date } | undefined {
+  const errors: FieldError[] = [];
+  const read = (name: string): Date | undefined => {
+    const v = query[name];
+    if (v === undefined || v === '') return undefined;
+    const d = typeof v === 'string' && /^\d{4}-\d{2}-\d{2}/.test(v) ? new Date(v) : new Date(NaN);
+    if (Number.isNaN(d.getTime())) errors.push({ field: name, message: 'must be an ISO 8601 timestamp' });
+    return d;
+  };
+  const since = read('since');
+  const until = read('until');
+  if (errors.length) throw AppError.validation(errors);
+  if (!since && !until) return undefined;
+  return { ...(since ? { gte: since } : {}), ...(until ? { lt: until } : {}) };
+}
+
+/** A string filter parameter, or undefined when absent (repeated parameters take the first). */
+export function stringParam(query: Record<string, unknown>, name: string): string | undefined {
+  const v = query[name];
+  const s = Array.isArray(v) ? v[0] : v;
+  return typeof s === 'string' && s !== '' ? s : undefined;
+}
+
+/** The same page for raw SQL: `id < beforeId` (when set), `LIMIT take OFFSET skip`. */
+export function pageBounds(page: Page): { beforeId: string | null; take: number; skip: number } {
+  return page.mode === 'offset' ? { beforeId: null, take: page.limit + 1, skip: page.offset } : { beforeId: page.beforeId, take: page.limit + 1, skip: 0 };
+}

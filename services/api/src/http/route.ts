@@ -1,0 +1,126 @@
+import type { Request, Response, Router } from 'express';
+import { AppError, toProblem } from '@hookline/errors';
+import type { AppContext, Principal, Reply, RequestContext } from '../context';
+import { assertValid, type JsonSchema } from './validate';
+
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/** Query parameters documented in OpenAPI (their schemas live in openapi/parameters.ts). */
+export type QueryParam = 'limit' | 'cursor' | 'offset' | 'status' | 'event_id' | 'destination_id' | 'source_id' | 'delivery_id' | 'level' | 'since' | 'until' | 'state' | 'correlation_id';
+
+export interface RouteDoc {
+  summary: string;
+  tag: string;
+  description?: string;
+  /** Success status (default 200 for GET, 201 for POST, 200 otherwise). */
+  status?: number;
+  /** JSON Schema of the success body; null when there is none (204). */
+  response: JsonSchema | null;
+  query?: readonly QueryParam[];
+  /** Extra error statuses beyond those implied by auth, scope, body and idempotency. */
+  errors?: readonly number[];
+}
+
+interface BaseRoute {
+  method: Method;
+  /** express path syntax (`:param`); OpenAPI gets `{param}`. */
+  path: string;
+  /** Stable name, also the audit `action` (e.g. `ingesters.create`). */
+  operationId: string;
+  doc: RouteDoc;
+  body?: JsonSchema;
+}
+
+/** A route anyone may call (health, OpenAPI, login). */
+export interface PublicRoute extends BaseRoute {
+  auth: 'none';
+  handler(ctx: Omit<RequestContext, 'principal' | 'tenantId'>): Promise<Reply>;
+}
+
+/**
+ * A route that needs a credential. `tenant: 'path'` means `{tid}` must be the caller's
+ * tenant (else 404, never revealing that it exists); `'flat'` takes `X-Tenant-ID` or the
+ * credential's tenant. `auth: 'cluster'` routes take an HMAC-signed cluster request.
+ */
+export interface AuthedRoute extends BaseRoute {
+  auth: 'credential' | 'cluster';
+  tenant: 'path' | 'flat';
+  scope?: string;
+  /** Writes are audited unless this is false (e.g. heartbeats). */
+  audit?: false;
+  handler(ctx: RequestContext): Promise<Reply>;
+}
+
+export type RouteDef = PublicRoute | AuthedRoute;
+
+export function isWrite(method: Method): boolean {
+  return method !== 'get';
+}
+
+/** Hooks the pipeline runs around a credentialed route (app.ts wires the real ones). */
+export interface RoutePipeline {
+  authenticate(app: AppContext, req: Request, route: AuthedRoute): Promise<Principal>;
+  rateLimit(app: AppContext, principal: Principal, res: Response): Promise<void>;
+  audit(app: AppContext, route: AuthedRoute, ctx: RequestContext, res: Response): void;
+  execute(app: AppContext, route: AuthedRoute, ctx: RequestContext, req: Request): Promise<Reply>;
+}
+
+function baseContext(app: AppContext, req: Request, res: Response): Omit<RequestContext, 'principal' | 'tenantId'> {
+  const requestId = String(res.locals['requestId']);
+  return {
+    app,
+    requestId,
+    params: req.params as Record<string, string>,
+    query: req.query as Record<string, unknown>,
+    body: req.body as unknown,
+    headers: req.headers,
+    logger: app.logger.child({ request_id: requestId }),
+  };
+}
+
+function resolveTenant(route: AuthedRoute, principal: Principal, req: Request): string {
+  if (route.tenant === 'path') {
+    if (req.params['tid'] !== principal.tenantId) throw AppError.notFound('tenant');
+    return principal.tenantId;
+  }
+  const header = req.headers['x-tenant-id'];
+  const asked = Array.isArray(header) ? header[0] : header;
+  if (asked && asked !== principal.tenantId) throw AppError.notFound('tenant');
+  return principal.tenantId;
+}
+
+export function send(res: Response, reply: Reply): void {
+  res.status(reply.status);
+  if (reply.headers) res.set(reply.headers);
+  if (reply.body === undefined) res.end();
+  else if (reply.status >= 400) res.type('application/problem+json').json(reply.body);
+  else res.json(reply.body);
+}
+
+/** The problem body an error becomes (what an idempotent replay must return too). */
+export function problemReply(err: unknown, requestId: string): Reply {
+  const { problem, headers } = toProblem(err, requestId);
+  return { status: problem.status, body: problem, headers };
+}
+
+export function mountRoutes(router: Router, app: AppContext, routes: readonly RouteDef[], pipeline: RoutePipeline): void {
+  for (const route of routes) {
+    router[route.method](route.path, async (req: Request, res: Response) => {
+      const base = baseContext(app, req, res);
+      if (route.auth === 'none') {
+        if (route.body) assertValid(route.body, base.body ?? null);
+        send(res, await route.handler(base));
+        return;
+      }
+      const principal = await pipeline.authenticate(app, req, route);
+      await pipeline.rateLimit(app, principal, res);
+      const ctx: RequestContext = { ...base, principal, tenantId: principal.tenantId };
+      if (isWrite(route.method) && route.audit !== false) pipeline.audit(app, route, ctx, res);
+      ctx.tenantId = resolveTenant(route, principal, req);
+      if (route.scope && !principal.scopes.has(route.scope)) {
+        throw new AppError('insufficient-scope', `This credential lacks the scope ${route.scope}.`, { required_scope: route.scope });
+      }
+      send(res, await pipeline.execute(app, route, ctx, req));
+    });
+  }
+}

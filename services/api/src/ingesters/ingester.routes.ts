@@ -1,0 +1,85 @@
+import type { RequestContext } from '../context';
+import { findPage, readPage } from '../http/pagination';
+import type { AuthedRoute } from '../http/route';
+import { listBody, listOf } from '../http/schemas';
+import { stateFilter } from '../lifecycle/state-filter';
+import { created, ok } from '../lib/format';
+import { lifecycleRoutes } from '../lifecycle/lifecycle.routes';
+import { createIngesterBody, ingesterView, updateIngesterBody, type IngesterBody } from './ingester.schema';
+import { createIngester, findIngester, ingesterToView, updateIngester } from './ingester.service';
+
+const BASE = '/v1/tenants/:tid/ingesters';
+const TAG = 'Ingesters (endpoints)';
+
+/** Shared by the tenant routes, the flat `/v1/endpoints` and the BFF cluster view. */
+export async function listIngesters(ctx: RequestContext, plural: string, clusterId?: string): Promise<Record<string, unknown>> {
+  const page = readPage(ctx.query);
+  const where = { tenantId: ctx.tenantId, ...stateFilter(ctx.query), ...(clusterId ? { clusterId } : {}) };
+  const result = await findPage(page, (a) => ctx.app.prisma.ingester.findMany({ ...a, where: { ...where, ...a.where } }));
+  return listBody(plural, result, (r) => ingesterToView(ctx.app, r));
+}
+
+export async function createIngesterReply(ctx: RequestContext, override: Partial<IngesterBody> = {}) {
+  const row = await createIngester(ctx.app, { id: ctx.tenantId, plan: ctx.principal.plan }, { ...(ctx.body as IngesterBody), ...override });
+  return created(ingesterToView(ctx.app, row));
+}
+
+const common = { auth: 'credential', tenant: 'path' } as const;
+
+export const ingesterRoutes: AuthedRoute[] = [
+  {
+    ...common,
+    method: 'get',
+    path: BASE,
+    operationId: 'ingesters.list',
+    scope: 'read:ingesters',
+    doc: { summary: 'List ingesters', tag: TAG, response: listOf('ingesters', ingesterView), query: ['limit', 'cursor', 'offset', 'state'] },
+    handler: async (ctx) => ok(await listIngesters(ctx, 'ingesters')),
+  },
+  {
+    ...common,
+    method: 'post',
+    path: BASE,
+    operationId: 'ingesters.create',
+    scope: 'write:ingesters',
+    body: createIngesterBody,
+    doc: {
+      summary: 'Create an ingester; the response carries its hook_url',
+      description: 'state defaults to ACTIVE (events are accepted at once); send "state":"DRAFT" to create it unapplied. Signing secrets are write-only and stored encrypted.',
+      tag: TAG,
+      response: ingesterView,
+      errors: [403, 409, 422],
+    },
+    handler: (ctx) => createIngesterReply(ctx),
+  },
+  {
+    ...common,
+    method: 'get',
+    path: `${BASE}/:iid`,
+    operationId: 'ingesters.get',
+    scope: 'read:ingesters',
+    doc: { summary: 'Get one ingester', tag: TAG, response: ingesterView, errors: [404] },
+    handler: async (ctx) => ok(ingesterToView(ctx.app, await findIngester(ctx.app, ctx.tenantId, ctx.params['iid']!))),
+  },
+  {
+    ...common,
+    method: 'put',
+    path: `${BASE}/:iid`,
+    operationId: 'ingesters.update',
+    scope: 'write:ingesters',
+    body: updateIngesterBody,
+    doc: { summary: 'Replace an ingester (secrets kept unless new ones are sent)', tag: TAG, response: ingesterView, errors: [403, 404, 409, 422] },
+    handler: async (ctx) =>
+      ok(ingesterToView(ctx.app, await updateIngester(ctx.app, { id: ctx.tenantId, plan: ctx.principal.plan }, ctx.params['iid']!, ctx.body as IngesterBody))),
+  },
+  ...lifecycleRoutes({
+    kind: 'ingester',
+    itemPath: `${BASE}/:iid`,
+    idParam: 'iid',
+    operationPrefix: 'ingesters',
+    tag: TAG,
+    scope: 'write:ingesters',
+    view: ingesterView,
+    load: async (ctx, id) => ingesterToView(ctx.app, await findIngester(ctx.app, ctx.tenantId, id)),
+  }),
+];

@@ -1,0 +1,83 @@
+import { PROVIDERS } from '@hookline/signing';
+import type { JsonSchema } from '../http/validate';
+
+const secret = { type: 'string', minLength: 8, maxLength: 1024 };
+
+/** Provider settings; unknown keys are kept (provider-specific, non-secret). */
+const ingesterConfig = {
+  type: 'object',
+  properties: {
+    signing_secret: { ...secret, description: 'Write-only; replaces the current secrets' },
+    signing_secrets: { type: 'array', items: secret, minItems: 1, maxItems: 2, description: 'Write-only; [current, previous] during rotation' },
+    tolerance_seconds: { type: 'integer', minimum: 1, maximum: 86400 },
+    event_type_path: { type: 'string', minLength: 1, maxLength: 200 },
+    required_headers: {
+      description: 'header → expected value (null: must be present); a list of names means "must be present"',
+      anyOf: [
+        { type: 'array', items: { type: 'string', minLength: 1, maxLength: 200 }, maxItems: 50 },
+        { type: 'object', additionalProperties: { type: ['string', 'null'], maxLength: 1000 }, maxProperties: 50 },
+      ],
+    },
+    ip_allowlist: { type: 'array', items: { type: 'string', pattern: '^[0-9a-fA-F:.]+(/\\d{1,3})?$' }, maxItems: 100, description: 'IPs or CIDRs (Pro plan and above)' },
+    dedicated_ip: { type: 'boolean', description: 'Receive on a dedicated IP (Business plan and above)' },
+  },
+  additionalProperties: true,
+} as const;
+
+const fields = {
+  name: { type: 'string', minLength: 1, maxLength: 200 },
+  provider: { type: 'string', enum: [...PROVIDERS] },
+  type: { type: 'string', enum: [...PROVIDERS], description: 'Alias of provider' },
+  cluster_id: { type: ['string', 'null'], maxLength: 64 },
+  config: ingesterConfig,
+};
+
+export const createIngesterBody: JsonSchema = {
+  type: 'object',
+  required: ['name'],
+  properties: { ...fields, state: { type: 'string', enum: ['DRAFT', 'ACTIVE'], description: 'Default ACTIVE; DRAFT waits for apply' } },
+  additionalProperties: false,
+};
+
+/** PUT replaces name, provider and config; secrets are kept unless new ones are sent. */
+export const updateIngesterBody: JsonSchema = { type: 'object', required: ['name'], properties: fields, additionalProperties: false };
+
+export interface IngesterConfigInput {
+  signing_secret?: string;
+  signing_secrets?: string[];
+  ip_allowlist?: string[];
+  required_headers?: string[] | Record<string, string | null>;
+  dedicated_ip?: boolean;
+  [k: string]: unknown;
+}
+
+export interface IngesterBody {
+  name: string;
+  provider?: string;
+  type?: string;
+  cluster_id?: string | null;
+  config?: IngesterConfigInput;
+  state?: 'DRAFT' | 'ACTIVE';
+}
+
+export const ingesterView: JsonSchema = {
+  type: 'object',
+  required: ['id', 'tenant_id', 'name', 'provider', 'state', 'hook_url', 'config', 'created_at', 'updated_at'],
+  properties: {
+    id: { type: 'string', pattern: '^ing_' },
+    tenant_id: { type: 'string' },
+    cluster_id: { type: ['string', 'null'] },
+    name: { type: 'string' },
+    provider: { type: 'string' },
+    state: { type: 'string', enum: ['DRAFT', 'ACTIVE', 'DISABLED', 'DELETED'] },
+    hook_url: { type: 'string' },
+    config: {
+      type: 'object',
+      required: ['signing_secret_set', 'secrets_count'],
+      properties: { signing_secret_set: { type: 'boolean' }, secrets_count: { type: 'integer' } },
+      not: { anyOf: [{ required: ['signing_secret'] }, { required: ['signing_secrets'] }] },
+    },
+    created_at: { type: 'string', format: 'date-time' },
+    updated_at: { type: 'string', format: 'date-time' },
+  },
+};

@@ -1,0 +1,86 @@
+import { AppError } from '@hookline/errors';
+import type { Pool } from '@hookline/db';
+import type { AppContext } from '../context';
+import { announce } from '../lib/config-writes';
+
+export type LifecycleState = 'DRAFT' | 'ACTIVE' | 'DISABLED' | 'DELETED';
+export type Transition = 'apply' | 'disable' | 'enable' | 'delete';
+
+/**
+ * The configuration state machine (SPEC.md): DRAFT --apply--> ACTIVE --disable-->
+ * DISABLED --enable--> ACTIVE; DRAFT or DISABLED --delete--> DELETED (an ACTIVE object
+ * is disabled first, so deleting never stops traffic by surprise). Only ACTIVE delivers.
+ */
+export const TRANSITIONS: Record<Transition, { from: readonly LifecycleState[]; to: LifecycleState }> = {
+  apply: { from: ['DRAFT'], to: 'ACTIVE' },
+  disable: { from: ['ACTIVE'], to: 'DISABLED' },
+  enable: { from: ['DISABLED'], to: 'ACTIVE' },
+  delete: { from: ['DRAFT', 'DISABLED'], to: 'DELETED' },
+};
+
+export type LifecycleKind = 'ingester' | 'destination' | 'flow';
+const TABLE: Record<LifecycleKind, string> = { ingester: 'ingesters', destination: 'destinations', flow: 'delivery_flows' };
+
+type Queryable = Pick<Pool, 'query'>;
+
+/** One conditional UPDATE: moves the object only if it is in an allowed state. */
+export async function transition(db: Queryable, kind: LifecycleKind, tenantId: string, id: string, t: Transition): Promise<void> {
+  const { from, to } = TRANSITIONS[t];
+  const table = TABLE[kind];
+  const moved = await db.query(
+    `UPDATE ${table} SET state = $1::"LifecycleState", updated_at = now() WHERE id = $2 AND tenant_id = $3 AND state = ANY($4::"LifecycleState"[])`,
+    [to, id, tenantId, from],
+  );
+  if (moved.rowCount) return;
+  const { rows } = await db.query<{ state: LifecycleState }>(`SELECT state FROM ${table} WHERE id = $1 AND tenant_id = $2`, [id, tenantId]);
+  const state = rows[0]?.state;
+  if (!state || state === 'DELETED') throw AppError.notFound(kind);
+  throw new AppError('conflict', `Cannot ${t} a ${kind} in state ${state} (allowed from ${from.join(' or ')}).`, { current_state: state });
+}
+
+/**
+ * Applying a DRAFT flow is atomic with its references: the flow and any DRAFT ingester or
+ * destination it uses become ACTIVE in one transaction; a disabled reference aborts it all.
+ */
+async function applyFlow(app: AppContext, tenantId: string, id: string): Promise<string[]> {
+  const client = await app.pool.connect();
+  try {
+    await client.query('BEGIN');
+    const { rows } = await client.query<{ ingester_id: string; destination_id: string; i_state: LifecycleState; d_state: LifecycleState }>(
+      `SELECT f.ingester_id, f.destination_id, i.state AS i_state, d.state AS d_state
+         FROM delivery_flows f JOIN ingesters i ON i.id = f.ingester_id JOIN destinations d ON d.id = f.destination_id
+        WHERE f.id = $1 AND f.tenant_id = $2 FOR UPDATE OF f, i, d`,
+      [id, tenantId],
+    );
+    const refs = rows[0];
+    if (refs) {
+      for (const [kind, state] of [['ingester', refs.i_state], ['destination', refs.d_state]] as const) {
+        if (state === 'DISABLED' || state === 'DELETED') throw new AppError('conflict', `The flow's ${kind} is ${state}; enable it before applying the flow.`, { current_state: state });
+      }
+    }
+    await transition(client, 'flow', tenantId, id, 'apply');
+    const touched = [id];
+    if (refs?.i_state === 'DRAFT') touched.push((await transition(client, 'ingester', tenantId, refs.ingester_id, 'apply'), refs.ingester_id));
+    if (refs?.d_state === 'DRAFT') touched.push((await transition(client, 'destination', tenantId, refs.destination_id, 'apply'), refs.destination_id));
+    await client.query('COMMIT');
+    return touched;
+  } catch (err) {
+    await client.query('ROLLBACK');
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+export async function changeState(app: AppContext, kind: LifecycleKind, tenantId: string, id: string, t: Transition): Promise<void> {
+  if (kind === 'flow' && t === 'apply') {
+    const touched = await applyFlow(app, tenantId, id);
+    for (const tid of touched) {
+      const k: LifecycleKind = tid.startsWith('ing_') ? 'ingester' : tid.startsWith('dst_') ? 'destination' : 'flow';
+      await announce(app, { kind: k, id: tid, tenantId });
+    }
+    return;
+  }
+  await transition(app.pool, kind, tenantId, id, t);
+  await announce(app, { kind, id, tenantId });
+}

@@ -1,0 +1,41 @@
+import { createPool, createPrisma } from '@hookline/db';
+import { closeServer } from '@hookline/http';
+import { createLogger } from '@hookline/logger';
+import { createProducer, createRedis } from '@hookline/queues';
+import { buildApp } from './app';
+import { loadApiConfig } from './config';
+
+/** Wiring only: config → logger → PostgreSQL/Redis → HTTP server → graceful SIGTERM. */
+async function main(): Promise<void> {
+  const config = loadApiConfig();
+  const logger = createLogger('api', config.LOG_LEVEL);
+  const prisma = createPrisma(config.DATABASE_URL, config.DB_POOL_MAX);
+  const pool = createPool(config.DATABASE_URL, config.DB_POOL_MAX);
+  const redis = createRedis(config.REDIS_URL, 'producer');
+  const producer = createProducer(redis, config.QUEUE_PREFIX);
+  const api = buildApp({ prisma, pool, redis, producer, config, logger });
+  const server = api.app.listen(config.PORT, config.HOST, () => logger.info('api listening', { host: config.HOST, port: config.PORT }));
+  server.on('error', (err) => {
+    logger.error('api server failed', { err: err.message });
+    process.exit(1);
+  });
+
+  let stopping = false;
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('api shutting down', { signal });
+    api.setDraining();
+    await closeServer(server, config.SHUTDOWN_TIMEOUT_MS);
+    await Promise.allSettled([producer.close(), prisma.$disconnect(), pool.end()]);
+    redis.disconnect();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`api failed to start: ${err.message}\n`);
+  process.exit(1);
+});

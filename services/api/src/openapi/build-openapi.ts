@@ -1,0 +1,77 @@
+import { isWrite, type RouteDef } from '../http/route';
+import { ERROR_DESCRIPTIONS, problemSchema, QUERY_PARAMETERS, securitySchemes } from './components';
+
+type Doc = Record<string, unknown>;
+
+/** `/v1/tenants/:tid/x` → `/v1/tenants/{tid}/x` */
+export function toOpenApiPath(expressPath: string): string {
+  return expressPath.replace(/:(\w+)/g, '{$1}');
+}
+
+function errorStatuses(route: RouteDef): number[] {
+  const s = new Set<number>([500, ...(route.doc.errors ?? [])]);
+  if (route.body || route.doc.query?.length) s.add(400);
+  if (route.auth !== 'none') [401, 429].forEach((x) => s.add(x));
+  if (route.auth !== 'none' && route.scope) s.add(403);
+  if (route.auth !== 'none' && (route.tenant === 'path' || route.tenant === 'flat')) s.add(404);
+  if (route.auth !== 'none' && isWrite(route.method)) s.add(409);
+  return [...s].sort();
+}
+
+function operation(route: RouteDef): Doc {
+  const params: Doc[] = [...route.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+  for (const q of route.doc.query ?? []) params.push({ name: q, in: 'query', required: false, ...QUERY_PARAMETERS[q] });
+  if (route.auth !== 'none' && route.tenant === 'flat') {
+    params.push({ name: 'X-Tenant-ID', in: 'header', required: false, description: "Tenant to act on; must be the credential's", schema: { type: 'string' } });
+  }
+  if (route.auth !== 'none' && isWrite(route.method)) {
+    params.push({ name: 'Idempotency-Key', in: 'header', required: false, description: 'Kept 24 h: the same key and body return the original status and body', schema: { type: 'string', maxLength: 255 } });
+  }
+  const status = route.doc.status ?? (route.method === 'post' ? 201 : 200);
+  const responses: Doc = {
+    [status]: route.doc.response ? { description: 'Success', content: { 'application/json': { schema: route.doc.response } } } : { description: 'No content' },
+  };
+  for (const e of errorStatuses(route)) {
+    responses[e] = { description: ERROR_DESCRIPTIONS[e] ?? 'Error', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } };
+  }
+  const security = route.auth === 'none' ? [] : route.auth === 'cluster' ? [{ serviceSignature: [] }] : [{ apiKey: [] }, { bearer: [] }];
+  return {
+    operationId: route.operationId,
+    summary: route.doc.summary,
+    ...(route.doc.description ? { description: route.doc.description } : {}),
+    tags: [route.doc.tag],
+    security,
+    ...(route.auth !== 'none' && route.scope ? { 'x-required-scope': route.scope } : {}),
+    parameters: params,
+    ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: route.body } } } } : {}),
+    responses,
+  };
+}
+
+const plain = (summary: string, schema: Doc): Doc => ({
+  summary,
+  tags: ['Health'],
+  security: [],
+  responses: { 200: { description: 'OK', content: { 'application/json': { schema } } }, 503: { description: 'Not ready', content: { 'application/json': { schema } } } },
+});
+
+/** OpenAPI 3.1 for every route in the list, plus the probes and this document itself. */
+export function buildOpenApi(routes: readonly RouteDef[]): Doc {
+  const paths: Record<string, Doc> = {
+    '/healthz': { get: plain('Liveness', { type: 'object', required: ['status'] }) },
+    '/readyz': { get: plain('Readiness: database and Redis answer, not draining', { type: 'object', required: ['status', 'checks'] }) },
+  };
+  for (const r of routes) (paths[toOpenApiPath(r.path)] ??= {})[r.method] = operation(r);
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Hookline control API',
+      version: '1.0.0',
+      description:
+        'Tenant-scoped routes (/v1/tenants/{tid}/…) are the authoritative contract; the flat routes (X-Tenant-ID or the credential\'s tenant) and the internal dashboard base (/api/bff/v1) read and write the same data through the same code. Every error is RFC 9457 problem details with instance = request id. Lists are newest first with cursor pagination (limit default 20, max 100; offset mode when offset is sent).',
+    },
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    paths,
+    components: { schemas: { Problem: problemSchema }, securitySchemes },
+  };
+}

@@ -1,0 +1,63 @@
+import type { QueryParam } from '../http/route';
+import { MAX_LIMIT } from '../http/pagination';
+
+const str = { type: 'string' };
+
+/** Query parameters shared by the list routes (SPEC.md, Pagination and filtering). */
+export const QUERY_PARAMETERS: Record<QueryParam, { description: string; schema: Record<string, unknown> }> = {
+  limit: { description: `Page size (default 20, max ${MAX_LIMIT})`, schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: 20 } },
+  cursor: { description: 'Opaque cursor from next_cursor', schema: str },
+  offset: { description: 'Offset mode: rows to skip (default 0); not combinable with cursor', schema: { type: 'integer', minimum: 0, default: 0 } },
+  status: { description: 'Status filter', schema: str },
+  event_id: { description: 'Event filter', schema: str },
+  destination_id: { description: 'Destination (target) filter', schema: str },
+  source_id: { description: 'Source endpoint (ingester) filter', schema: str },
+  delivery_id: { description: 'Delivery filter', schema: str },
+  level: { description: 'Log level: info, warn, error', schema: { type: 'string', enum: ['info', 'warn', 'error'] } },
+  since: { description: 'Start of the time window (ISO 8601, inclusive)', schema: { type: 'string', format: 'date-time' } },
+  until: { description: 'End of the time window (ISO 8601, exclusive)', schema: { type: 'string', format: 'date-time' } },
+  state: { description: 'Lifecycle state (default: all but DELETED)', schema: { type: 'string', enum: ['DRAFT', 'ACTIVE', 'DISABLED', 'DELETED'] } },
+  correlation_id: { description: 'Correlation id filter', schema: str },
+};
+
+export const problemSchema = {
+  type: 'object',
+  required: ['type', 'title', 'status', 'detail', 'instance'],
+  properties: {
+    type: { type: 'string', format: 'uri' },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    detail: { type: 'string' },
+    instance: { type: 'string', description: 'The request id (also in X-Request-Id)' },
+    errors: { type: 'array', items: { type: 'object', required: ['field', 'message'], properties: { field: str, message: str } }, description: 'validation-error' },
+    required_scope: { type: 'string', description: 'insufficient-scope' },
+    resource_id: { type: 'string', description: 'permission-denied' },
+    idempotency_key: { type: 'string', description: 'idempotency-conflict' },
+    retry_after_seconds: { type: 'integer', description: 'rate-limit-exceeded' },
+    required_plan: { type: 'string', description: 'plan-required' },
+  },
+};
+
+/** Which problem types a status can carry, for the response descriptions. */
+export const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'validation-error (errors: [{field, message}])',
+  401: 'unauthorized: credential missing, invalid, revoked or expired',
+  403: 'insufficient-scope (required_scope), permission-denied (resource_id) or plan-required (required_plan)',
+  404: 'not-found: missing, or not visible to this tenant',
+  409: 'conflict (duplicate name, illegal lifecycle transition) or idempotency-conflict (idempotency_key)',
+  413: 'payload-too-large',
+  422: 'unprocessable-entity: well-formed but refers to something that does not exist',
+  429: 'rate-limit-exceeded (retry_after_seconds, Retry-After)',
+  500: 'internal-error',
+};
+
+export const securitySchemes = {
+  apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'hk_… API key' },
+  bearer: { type: 'http', scheme: 'bearer', description: 'An hk_… API key, or the session JWT from POST /auth/login (HS256)' },
+  serviceSignature: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Service-Signature',
+    description: 't=<unix s>,v1=<hex HMAC-SHA256(cluster key, "<t>.<raw body>")>, plus X-Service-Timestamp: <unix s>',
+  },
+};

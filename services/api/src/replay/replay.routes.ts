@@ -1,0 +1,138 @@
+import { AppError } from '@hookline/errors';
+import type { RequestContext } from '../context';
+import { findDelivery, listDeliveries } from '../deliveries/delivery.queries';
+import { deliveryToView, deliveryView } from '../deliveries/delivery.view';
+import { readTimeRange } from '../http/pagination';
+import type { AuthedRoute } from '../http/route';
+import { listBody, listOf } from '../http/schemas';
+import { ok } from '../lib/format';
+import { replayMatching, replayOne, retryEvent } from './replay.service';
+
+const TAG = 'Retry and replay';
+const write = { auth: 'credential', scope: 'write:deliveries' } as const;
+
+const retryView = {
+  type: 'object',
+  required: ['event_id', 'retried', 'delivery_ids'],
+  properties: { event_id: { type: 'string' }, retried: { type: 'integer' }, delivery_ids: { type: 'array', items: { type: 'string' } } },
+};
+const bulkView = { type: 'object', required: ['replayed', 'delivery_ids'], properties: { replayed: { type: 'integer' }, delivery_ids: { type: 'array', items: { type: 'string' } } } };
+
+const retryBody = { type: 'object', required: ['event_id'], properties: { event_id: { type: 'string', minLength: 1 } }, additionalProperties: false };
+const replayBody = {
+  type: 'object',
+  description: 'One delivery (delivery_id), a list (delivery_ids), or a DLQ filter (destination_id, since, until, status; default status exhausted)',
+  properties: {
+    delivery_id: { type: 'string', minLength: 1 },
+    delivery_ids: { type: 'array', items: { type: 'string', minLength: 1 }, minItems: 1, maxItems: 1000 },
+    destination_id: { type: 'string', minLength: 1 },
+    status: { type: 'string', enum: ['exhausted', 'delivered'] },
+    since: { type: 'string', format: 'date-time' },
+    until: { type: 'string', format: 'date-time' },
+    limit: { type: 'integer', minimum: 1, maximum: 10000, description: 'Most deliveries one call replays (default 1000)' },
+  },
+  additionalProperties: false,
+};
+
+async function retryReply(ctx: RequestContext, eventId: string) {
+  const ids = await retryEvent(ctx.app, ctx.tenantId, eventId);
+  return { status: 202, body: { event_id: eventId, retried: ids.length, delivery_ids: ids } };
+}
+
+async function replayOneReply(ctx: RequestContext, deliveryId: string) {
+  await replayOne(ctx.app, ctx.tenantId, deliveryId);
+  return { status: 202, body: deliveryToView(await findDelivery(ctx.app, ctx.tenantId, deliveryId)) };
+}
+
+interface ReplayBody {
+  delivery_id?: string;
+  delivery_ids?: string[];
+  destination_id?: string;
+  status?: 'exhausted' | 'delivered';
+  since?: string;
+  until?: string;
+  limit?: number;
+}
+
+async function bulkReplayReply(ctx: RequestContext) {
+  const b = (ctx.body ?? {}) as ReplayBody;
+  if (b.delivery_id && (b.delivery_ids || b.destination_id || b.since || b.until)) {
+    throw AppError.validation([{ field: 'delivery_id', message: 'cannot be combined with a list or a filter' }]);
+  }
+  if (b.delivery_id) return replayOneReply(ctx, b.delivery_id);
+  const range = readTimeRange({ since: b.since, until: b.until });
+  const ids = await replayMatching(ctx.app, ctx.tenantId, {
+    deliveryIds: b.delivery_ids,
+    destinationId: b.destination_id,
+    status: b.status,
+    since: range?.gte,
+    until: range?.lt,
+    limit: b.limit ?? 1000,
+  });
+  return { status: 202, body: { replayed: ids.length, delivery_ids: ids } };
+}
+
+export const replayRoutes: AuthedRoute[] = [
+  {
+    ...write,
+    tenant: 'path',
+    method: 'post',
+    path: '/v1/tenants/:tid/events/:eid/retry',
+    operationId: 'events.retry',
+    doc: { summary: "Retry the event's failed and exhausted deliveries now", tag: TAG, status: 202, response: retryView, errors: [404, 409] },
+    handler: (ctx) => retryReply(ctx, ctx.params['eid']!),
+  },
+  {
+    ...write,
+    tenant: 'path',
+    method: 'post',
+    path: '/v1/tenants/:tid/deliveries/:did/replay',
+    operationId: 'deliveries.replay',
+    doc: {
+      summary: 'Replay a delivery (gated on the retained payload)',
+      description: 'Exhausted or delivered deliveries only; 409 with reason_code payload_not_retained when the payload is gone, destination_not_active when the destination is not ACTIVE.',
+      tag: TAG,
+      status: 202,
+      response: deliveryView,
+      errors: [404, 409],
+    },
+    handler: (ctx) => replayOneReply(ctx, ctx.params['did']!),
+  },
+  {
+    ...write,
+    tenant: 'flat',
+    method: 'post',
+    path: '/v1/retry',
+    operationId: 'flat.retry',
+    body: retryBody,
+    doc: { summary: "Retry an event's failed and exhausted deliveries", tag: TAG, status: 202, response: retryView, errors: [404, 409] },
+    handler: (ctx) => retryReply(ctx, (ctx.body as { event_id: string }).event_id),
+  },
+  {
+    ...write,
+    tenant: 'flat',
+    method: 'post',
+    path: '/v1/replay',
+    operationId: 'flat.replay',
+    body: replayBody,
+    doc: {
+      summary: 'Replay one delivery, a list, or the DLQ by filter (gated on the retained payload)',
+      description: 'With delivery_id the answer is the delivery (or a 409 naming why it cannot be replayed); otherwise {replayed, delivery_ids}: deliveries without a retained payload or with an inactive destination are skipped.',
+      tag: TAG,
+      status: 202,
+      response: { anyOf: [deliveryView, bulkView] },
+      errors: [404, 409],
+    },
+    handler: bulkReplayReply,
+  },
+  {
+    auth: 'credential',
+    tenant: 'flat',
+    scope: 'read:deliveries',
+    method: 'get',
+    path: '/v1/dlq',
+    operationId: 'flat.dlq',
+    doc: { summary: 'The dead-letter queue: exhausted deliveries, newest first', tag: TAG, response: listOf('deliveries', deliveryView), query: ['limit', 'cursor', 'offset', 'event_id', 'destination_id', 'source_id', 'since', 'until'] },
+    handler: async (ctx) => ok(listBody('deliveries', await listDeliveries(ctx.app, ctx.tenantId, ctx.query, 'exhausted'), deliveryToView)),
+  },
+];

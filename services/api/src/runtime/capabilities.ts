@@ -1,0 +1,39 @@
+import { PROVIDERS } from '@hookline/signing';
+
+export type CapabilityStatus = 'implemented' | 'partial' | 'planned' | 'not_offered';
+
+export interface Capability {
+  id: string;
+  name: string;
+  status: CapabilityStatus;
+  note?: string;
+}
+
+/**
+ * What this build really does (SPEC.md lists the intended set). Keep it honest: when a
+ * capability lands or changes, change its line here; the capabilities test reads it back.
+ */
+export const CAPABILITIES: readonly Capability[] = [
+  { id: 'public_delivery', name: 'Public webhook delivery', status: 'implemented' },
+  { id: 'fan_out', name: 'Fan-out to several destinations', status: 'implemented' },
+  { id: 'retries', name: 'Retries with exponential backoff (5 attempts by default)', status: 'implemented' },
+  { id: 'dlq', name: 'Dead-letter queue', status: 'implemented' },
+  { id: 'replay', name: 'Replay from the DLQ / retention store', status: 'implemented', note: 'gated on the retained payload' },
+  { id: 'retry', name: 'Manual retry of an event', status: 'implemented' },
+  { id: 'filtering', name: 'JSONPath and operator filter rules', status: 'implemented' },
+  { id: 'provider_verification', name: 'Provider signature verification', status: 'implemented', note: `providers: ${PROVIDERS.join(', ')}` },
+  { id: 'ip_allowlisting', name: 'IP allowlisting', status: 'implemented', note: 'Pro plan and above' },
+  { id: 'mtls_delivery', name: 'Outbound mutually authenticated TLS', status: 'implemented' },
+  { id: 'evidence', name: 'Delivery evidence (receipts)', status: 'implemented' },
+  { id: 'api_keys', name: 'Scoped API keys, session JWT login', status: 'implemented' },
+  { id: 'audit_log', name: 'Audit log of writes', status: 'implemented' },
+  { id: 'idempotency', name: 'Idempotency-Key on API writes (24 h)', status: 'implemented' },
+  { id: 'rate_limits', name: 'Per-tenant API rate limits by plan', status: 'implemented' },
+  { id: 'clusters', name: 'Cluster enrollment and HMAC-signed cluster requests', status: 'partial', note: 'enrollment and heartbeat; no edge agent delivers yet' },
+  { id: 'private_delivery', name: 'Private delivery through an edge plane', status: 'planned' },
+  { id: 'dedicated_ips', name: 'Dedicated receive IPs', status: 'planned', note: 'the Business plan gate exists; no dedicated addresses are provisioned' },
+  { id: 'mcp', name: 'MCP surface', status: 'planned' },
+  { id: 'git_config', name: 'Git-based configuration', status: 'planned', note: 'v1.1' },
+  { id: 'cert_rotation', name: 'Automatic certificate rotation', status: 'not_offered' },
+  { id: 'multi_region', name: 'Multi-region failover', status: 'not_offered' },
+];

@@ -1,0 +1,76 @@
+import type { Prisma } from '@hookline/db';
+import type { AppContext } from '../context';
+import { deliveryWhere } from '../deliveries/delivery.queries';
+import { findPage, pageBounds, pageResult, readPage, type PageResult } from '../http/pagination';
+import { iso } from '../lib/format';
+
+interface PayloadFacts {
+  event_id: string;
+  sha256: string;
+  size_bytes: number;
+  content_type: string | null;
+  created_at: Date;
+}
+
+async function payloadFacts(app: AppContext, eventIds: string[]): Promise<Map<string, PayloadFacts>> {
+  if (!eventIds.length) return new Map();
+  const { rows } = await app.pool.query<PayloadFacts>(
+    `SELECT event_id, encode(sha256(body), 'hex') AS sha256, octet_length(body) AS size_bytes, content_type, created_at FROM event_payloads WHERE event_id = ANY($1::text[])`,
+    [eventIds],
+  );
+  return new Map(rows.map((r) => [r.event_id, r]));
+}
+
+/**
+ * Delivery evidence: one receipt per delivery that reached an end (delivered or
+ * exhausted): what was sent (payload sha256 while retained), where, how many attempts,
+ * the final status code. Created by the platform; read-only.
+ */
+export async function evidence(app: AppContext, tenantId: string, query: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const page = readPage(query);
+  const base: Prisma.DeliveryWhereInput = deliveryWhere(tenantId, query);
+  const where = base.status ? base : { ...base, status: { in: ['delivered', 'exhausted'] as ('delivered' | 'exhausted')[] } };
+  const result = await findPage(page, (a) =>
+    app.prisma.delivery.findMany({ ...a, where: { ...where, ...a.where }, include: { event: { select: { correlationId: true, type: true, receivedAt: true } } } }),
+  );
+  const facts = await payloadFacts(app, [...new Set(result.items.map((d) => d.eventId))]);
+  return {
+    evidence: result.items.map((d) => {
+      const p = facts.get(d.eventId);
+      return {
+        id: `evd_${d.id.slice(4)}`,
+        delivery_id: d.id,
+        event_id: d.eventId,
+        event_type: d.event.type,
+        correlation_id: d.event.correlationId,
+        destination_id: d.destinationId,
+        outcome: d.status,
+        attempts: d.attemptCount,
+        replays: d.replayCount,
+        final_status_code: d.lastStatusCode,
+        received_at: iso(d.event.receivedAt),
+        delivered_at: iso(d.deliveredAt),
+        exhausted_at: iso(d.exhaustedAt),
+        payload: p ? { retained: true, sha256: p.sha256, size_bytes: Number(p.size_bytes) } : { retained: false },
+      };
+    }),
+    next_cursor: result.next_cursor,
+    ...(result.next_offset !== undefined ? { next_offset: result.next_offset } : {}),
+  };
+}
+
+/** The stored raw payloads (what replay needs), newest first; metadata only, never bodies. */
+export async function retainedPayloads(app: AppContext, tenantId: string, query: Record<string, unknown>): Promise<PageResult<Record<string, unknown> & { id: string }>> {
+  const page = readPage(query);
+  const b = pageBounds(page);
+  const { rows } = await app.pool.query<PayloadFacts>(
+    `SELECT event_id, encode(sha256(body), 'hex') AS sha256, octet_length(body) AS size_bytes, content_type, created_at
+       FROM event_payloads WHERE tenant_id = $1 AND ($2::text IS NULL OR event_id < $2)
+      ORDER BY event_id DESC LIMIT $3 OFFSET $4`,
+    [tenantId, b.beforeId, b.take, b.skip],
+  );
+  return pageResult(
+    rows.map((r) => ({ id: r.event_id, event_id: r.event_id, content_type: r.content_type, size_bytes: Number(r.size_bytes), sha256: r.sha256, retained_at: iso(r.created_at) })),
+    page,
+  );
+}

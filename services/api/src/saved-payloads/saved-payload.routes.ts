@@ -1,0 +1,116 @@
+import { AppError } from '@hookline/errors';
+import { newId } from '@hookline/db';
+import type { RequestContext } from '../context';
+import { findPage, readPage } from '../http/pagination';
+import type { AuthedRoute } from '../http/route';
+import { listBody, listOf } from '../http/schemas';
+import { asObject, created, iso, noContent, ok } from '../lib/format';
+import { duplicateName, isUniqueViolation } from '../lib/config-writes';
+import type { SavedPayload } from '../lib/models';
+
+const TAG = 'Saved payloads';
+
+function toView(p: SavedPayload): Record<string, unknown> {
+  return { id: p.id, name: p.name, content_type: p.contentType, headers: asObject(p.headers), body: p.body, created_at: iso(p.createdAt), updated_at: iso(p.updatedAt) };
+}
+
+const view = {
+  type: 'object',
+  required: ['id', 'name', 'content_type', 'headers', 'body', 'created_at', 'updated_at'],
+  properties: {
+    id: { type: 'string', pattern: '^spl_' },
+    name: { type: 'string' },
+    content_type: { type: 'string' },
+    headers: { type: 'object', additionalProperties: { type: 'string' } },
+    body: { type: 'string' },
+    created_at: { type: 'string', format: 'date-time' },
+    updated_at: { type: 'string', format: 'date-time' },
+  },
+};
+
+const body = {
+  type: 'object',
+  required: ['name', 'body'],
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 200 },
+    content_type: { type: 'string', minLength: 1, maxLength: 200 },
+    headers: { type: 'object', additionalProperties: { type: 'string', maxLength: 4000 }, maxProperties: 50 },
+    body: { type: 'string', maxLength: 262144, description: 'The payload template (up to 256 KB)' },
+  },
+  additionalProperties: false,
+};
+
+interface Body {
+  name: string;
+  content_type?: string;
+  headers?: Record<string, string>;
+  body: string;
+}
+
+/** Names are unique per tenant (a database constraint): a clash is a 409, nothing written. */
+async function uniqueName<T>(name: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    if (isUniqueViolation(err)) throw duplicateName('saved payload', name);
+    throw err;
+  }
+}
+
+export async function listSavedPayloads(ctx: RequestContext): Promise<Record<string, unknown>> {
+  const result = await findPage(readPage(ctx.query), (a) => ctx.app.prisma.savedPayload.findMany({ ...a, where: { tenantId: ctx.tenantId, ...a.where } }));
+  return listBody('saved_payloads', result, toView);
+}
+
+export async function createSavedPayload(ctx: RequestContext) {
+  const b = ctx.body as Body;
+  const row = await uniqueName(b.name, () =>
+    ctx.app.prisma.savedPayload.create({ data: { id: newId('spl'), tenantId: ctx.tenantId, name: b.name, contentType: b.content_type ?? 'application/json', headers: b.headers ?? {}, body: b.body } }),
+  );
+  return created(toView(row));
+}
+
+async function find(ctx: RequestContext): Promise<SavedPayload> {
+  const row = await ctx.app.prisma.savedPayload.findFirst({ where: { id: ctx.params['id']!, tenantId: ctx.tenantId } });
+  if (!row) throw AppError.notFound('saved payload');
+  return row;
+}
+
+export const savedPayloadSchemas = { list: listOf('saved_payloads', view), view, body };
+const BASE = '/v1/tenants/:tid/saved-payloads';
+const read = { auth: 'credential', tenant: 'path', scope: 'read:saved-payloads' } as const;
+const write = { auth: 'credential', tenant: 'path', scope: 'write:saved-payloads' } as const;
+
+export const savedPayloadRoutes: AuthedRoute[] = [
+  { ...read, method: 'get', path: BASE, operationId: 'savedPayloads.list', doc: { summary: 'List saved payload templates', tag: TAG, response: listOf('saved_payloads', view), query: ['limit', 'cursor', 'offset'] }, handler: async (ctx) => ok(await listSavedPayloads(ctx)) },
+  { ...write, method: 'post', path: BASE, operationId: 'savedPayloads.create', body, doc: { summary: 'Save a payload template', tag: TAG, response: view, errors: [409] }, handler: createSavedPayload },
+  { ...read, method: 'get', path: `${BASE}/:id`, operationId: 'savedPayloads.get', doc: { summary: 'Get a saved payload', tag: TAG, response: view, errors: [404] }, handler: async (ctx) => ok(toView(await find(ctx))) },
+  {
+    ...write,
+    method: 'put',
+    path: `${BASE}/:id`,
+    operationId: 'savedPayloads.update',
+    body,
+    doc: { summary: 'Replace a saved payload', tag: TAG, response: view, errors: [404, 409] },
+    handler: async (ctx) => {
+      const current = await find(ctx);
+      const b = ctx.body as Body;
+      const row = await uniqueName(b.name, () =>
+        ctx.app.prisma.savedPayload.update({ where: { id: current.id }, data: { name: b.name, contentType: b.content_type ?? 'application/json', headers: b.headers ?? {}, body: b.body } }),
+      );
+      return ok(toView(row));
+    },
+  },
+  {
+    ...write,
+    method: 'delete',
+    path: `${BASE}/:id`,
+    operationId: 'savedPayloads.delete',
+    doc: { summary: 'Delete a saved payload', tag: TAG, status: 204, response: null, errors: [404] },
+    handler: async (ctx) => {
+      const { count } = await ctx.app.prisma.savedPayload.deleteMany({ where: { id: ctx.params['id']!, tenantId: ctx.tenantId } });
+      if (!count) throw AppError.notFound('saved payload');
+      return noContent();
+    },
+  },
+];

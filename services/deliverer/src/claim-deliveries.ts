@@ -1,0 +1,114 @@
+import type { Pool } from '@hookline/db';
+
+export type ClaimableStatus = 'pending' | 'failed' | 'replaying';
+
+/** A delivery this process now holds (status `delivering`, leased), with all it needs to send. */
+export interface ClaimedDelivery {
+  id: string;
+  tenantId: string;
+  eventId: string;
+  destinationId: string;
+  attemptCount: number;
+  replayCount: number;
+  prevStatus: ClaimableStatus;
+  url: string;
+  method: string;
+  config: unknown;
+  secrets: string[];
+  correlationId: string;
+  receivedAt: Date;
+  eventType: string | null;
+  /** null when the retained payload was purged. */
+  body: Buffer | null;
+  contentType: string | null;
+}
+
+interface Row {
+  id: string;
+  tenant_id: string;
+  event_id: string;
+  destination_id: string;
+  attempt_count: number;
+  replay_count: number;
+  prev_status: ClaimableStatus;
+  url: string;
+  method: string;
+  config: unknown;
+  secrets: string[] | null;
+  correlation_id: string;
+  received_at: Date;
+  type: string | null;
+  body: Buffer | null;
+  content_type: string | null;
+}
+
+// One statement: lock the due rows (skipping rows another claim holds), lease them, and
+// return them joined with destination, event and payload. Only direct destinations
+// (no cluster: an edge agent delivers those) that are ACTIVE.
+const CLAIM_SQL = `
+WITH cand AS (
+  SELECT d.id, d.status AS prev_status
+  FROM deliveries d JOIN destinations t ON t.id = d.destination_id
+  WHERE d.id = ANY($1::text[])
+    AND d.status IN ('pending', 'failed', 'replaying')
+    AND d.next_attempt_at <= now() + $2::float8 * interval '1 millisecond'
+    AND t.cluster_id IS NULL AND t.state = 'ACTIVE'
+  FOR UPDATE OF d SKIP LOCKED
+), claimed AS (
+  UPDATE deliveries d
+  SET status = 'delivering', lease_until = now() + $3::float8 * interval '1 millisecond', lease_owner = $4, updated_at = now()
+  FROM cand WHERE d.id = cand.id
+  RETURNING d.id, d.tenant_id, d.event_id, d.destination_id, d.attempt_count, d.replay_count, cand.prev_status
+)
+SELECT c.*, t.url, t.method, t.config, t.secrets, e.correlation_id, e.received_at, e.type, p.body, p.content_type
+FROM claimed c
+JOIN destinations t ON t.id = c.destination_id
+JOIN events e ON e.id = c.event_id
+LEFT JOIN event_payloads p ON p.event_id = c.event_id`;
+
+export interface ClaimInput {
+  deliveryIds: string[];
+  leaseOwner: string;
+  leaseMs: number;
+  slackMs: number;
+}
+
+/** Deliveries not returned were not claimable (sent already, held by another claim, or not due). */
+export async function claimDeliveries(pool: Pool, input: ClaimInput): Promise<ClaimedDelivery[]> {
+  if (input.deliveryIds.length === 0) return [];
+  const { rows } = await pool.query<Row>(CLAIM_SQL, [input.deliveryIds, input.slackMs, input.leaseMs, input.leaseOwner]);
+  return rows.map((r) => ({
+    id: r.id,
+    tenantId: r.tenant_id,
+    eventId: r.event_id,
+    destinationId: r.destination_id,
+    attemptCount: r.attempt_count,
+    replayCount: r.replay_count,
+    prevStatus: r.prev_status,
+    url: r.url,
+    method: r.method,
+    config: r.config,
+    secrets: r.secrets ?? [],
+    correlationId: r.correlation_id,
+    receivedAt: r.received_at,
+    eventType: r.type,
+    body: r.body,
+    contentType: r.content_type,
+  }));
+}
+
+/**
+ * Gives deliveries back without an attempt (circuit open, rate limit): their previous
+ * status, the lease dropped, due again at `now + delayMs`. The attempt is not consumed.
+ */
+export async function releaseDeliveries(pool: Pool, leaseOwner: string, items: { id: string; prevStatus: ClaimableStatus; delayMs: number }[]): Promise<void> {
+  if (items.length === 0) return;
+  await pool.query(
+    `UPDATE deliveries d
+     SET status = u.prev::"DeliveryStatus", lease_until = NULL, lease_owner = NULL,
+         next_attempt_at = now() + u.delay * interval '1 millisecond', updated_at = now()
+     FROM unnest($1::text[], $2::text[], $3::int[]) AS u(id, prev, delay)
+     WHERE d.id = u.id AND d.lease_owner = $4 AND d.status = 'delivering'`,
+    [items.map((i) => i.id), items.map((i) => i.prevStatus), items.map((i) => Math.max(0, Math.round(i.delayMs))), leaseOwner],
+  );
+}

@@ -1,0 +1,114 @@
+import { randomBytes } from 'node:crypto';
+import type { Pool } from '@hookline/db';
+import type { Logger } from '@hookline/logger';
+import type { JobData, Producer, Redis } from '@hookline/queues';
+import type { Breaker } from './circuit-breaker';
+import { claimDeliveries, releaseDeliveries } from './claim-deliveries';
+import { destinationSettings, type DeliveryDefaults } from './destination-settings';
+import { gateDeliveries, groupBy, type Prepared } from './gate-deliveries';
+import type { HttpSender } from './http-sender';
+import { recordHealth } from './record-health';
+import { recordOutcomes, type Outcome } from './record-outcomes';
+import { buildHeaders } from './request-headers';
+import { decide, type BackoffPolicy } from './retry-policy';
+import type { SendResult } from './send-result';
+
+export interface DeliverDeps {
+  pool: Pool;
+  /** A non-blocking connection for the breaker and rate-limit scripts. */
+  redis: Redis;
+  producer: Producer;
+  prefix: string;
+  sender: HttpSender;
+  breaker: Breaker;
+  openSecret: (sealed: string) => string | null;
+  logger: Logger;
+  defaults: DeliveryDefaults;
+  backoff: BackoffPolicy;
+  leaseMs: number;
+  claimSlackMs: number;
+  disableAfterMs: number;
+  /** Names this process in `lease_owner`. */
+  instanceId: string;
+}
+
+export interface BatchSummary {
+  claimed: number;
+  deferred: number;
+  delivered: number;
+  failed: number;
+  exhausted: number;
+}
+
+const openAll = (deps: DeliverDeps, sealed: string[]): string[] => sealed.map(deps.openSecret).filter((s): s is string => s !== null);
+
+async function sendOne(deps: DeliverDeps, p: Prepared, traceparent: string | undefined): Promise<SendResult> {
+  const { d, settings } = p;
+  if (!d.body) {
+    const now = new Date();
+    return { statusCode: null, errorKind: 'payload_missing', error: 'the retained payload was purged', responseBody: null, responseHeaders: null, startedAt: now, durationMs: 0 };
+  }
+  const headers = buildHeaders({
+    deliveryId: d.id,
+    eventId: d.eventId,
+    eventType: d.eventType,
+    correlationId: d.correlationId,
+    receivedAt: d.receivedAt,
+    body: d.body,
+    contentType: d.contentType,
+    secrets: openAll(deps, d.secrets),
+    customHeaders: settings.headers,
+    traceparent,
+  });
+  const mtlsKey = settings.mtls?.keySealed ? deps.openSecret(settings.mtls.keySealed) : null;
+  return deps.sender.send({ destinationId: d.destinationId, url: d.url, settings, mtlsKey }, headers, d.body);
+}
+
+/** Delayed jobs are hints: if one cannot be added, the recovery sweep finds the delivery. */
+async function enqueue(deps: DeliverDeps, deliveryIds: string[], delayMs: number): Promise<void> {
+  try {
+    await deps.producer.add('deliver', { v: 1, deliveryIds }, { delayMs: Math.max(0, Math.round(delayMs)) });
+  } catch (err) {
+    deps.logger.warn('could not enqueue a deliver job; recovery will pick it up', { count: deliveryIds.length, error: (err as Error).message });
+  }
+}
+
+/**
+ * One `deliver` job: claim the due deliveries among its ids, hold back those a circuit or
+ * rate limit refuses (no attempt consumed), send the rest concurrently, record every
+ * attempt and outcome in one transaction, and schedule the retries.
+ */
+export async function deliverBatch(deps: DeliverDeps, job: JobData['deliver']): Promise<BatchSummary> {
+  const leaseOwner = `${deps.instanceId}:${randomBytes(6).toString('hex')}`;
+  const claimed = await claimDeliveries(deps.pool, { deliveryIds: job.deliveryIds, leaseOwner, leaseMs: deps.leaseMs, slackMs: deps.claimSlackMs });
+  const summary: BatchSummary = { claimed: claimed.length, deferred: 0, delivered: 0, failed: 0, exhausted: 0 };
+  if (claimed.length === 0) return summary;
+
+  const prepared = claimed.map((d) => ({ d, settings: destinationSettings(d.method, d.config, deps.defaults) }));
+  const { allowed, deferred } = await gateDeliveries(deps, prepared);
+  if (deferred.length > 0) {
+    summary.deferred = deferred.length;
+    await releaseDeliveries(deps.pool, leaseOwner, deferred.map((x) => ({ id: x.item.d.id, prevStatus: x.item.d.prevStatus, delayMs: x.delayMs })));
+    for (const [delay, group] of groupBy(deferred, (x) => String(x.delayMs))) await enqueue(deps, group.map((x) => x.item.d.id), Number(delay));
+  }
+  if (allowed.length === 0) return summary;
+
+  const results = await Promise.all(allowed.map((p) => sendOne(deps, p, job.traceparent)));
+  const now = Date.now();
+  const outcomes: Outcome[] = allowed.map((p, i) => {
+    const result = results[i]!;
+    const attemptNumber = p.d.attemptCount + 1;
+    return { deliveryId: p.d.id, tenantId: p.d.tenantId, eventId: p.d.eventId, attemptNumber, result, decision: decide(p.settings, deps.backoff, result, attemptNumber, p.d.replayCount, now) };
+  });
+  await recordOutcomes(deps.pool, leaseOwner, outcomes);
+  await recordHealth(deps, allowed.map((p, i) => ({ destinationId: p.d.destinationId, result: results[i]! })));
+
+  const retries: Promise<void>[] = [];
+  for (const o of outcomes) {
+    summary[o.decision.status]++;
+    if (o.decision.status === 'failed') retries.push(enqueue(deps, [o.deliveryId], o.decision.delayMs));
+  }
+  await Promise.all(retries);
+  deps.logger.debug('deliver batch done', { ...summary });
+  return summary;
+}

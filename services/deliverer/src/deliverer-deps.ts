@@ -1,0 +1,52 @@
+import { hostname } from 'node:os';
+import type { Pool } from '@hookline/db';
+import type { Logger } from '@hookline/logger';
+import type { Producer, Redis } from '@hookline/queues';
+import { createSecretBox } from '@hookline/signing';
+import { createBreaker } from './circuit-breaker';
+import { parseList, parseSchedule, type DelivererConfig } from './config';
+import type { DeliverDeps } from './deliver-batch';
+import { createHttpSender } from './http-sender';
+import { createSecretCache } from './secret-cache';
+import { createSsrfGuard, type Resolver } from './ssrf/ssrf-guard';
+
+export interface Resources {
+  pool: Pool;
+  /** Non-blocking connection (role 'producer') for the breaker and rate-limit scripts. */
+  redis: Redis;
+  producer: Producer;
+  logger: Logger;
+  /** Tests inject a resolver; production uses the system one. */
+  resolver?: Resolver;
+}
+
+/** Turns validated config and open connections into what `deliverBatch` needs. */
+export function buildDeliverDeps(config: DelivererConfig, r: Resources): DeliverDeps {
+  const guard = createSsrfGuard(parseList(config.SSRF_ALLOWLIST), r.resolver);
+  return {
+    pool: r.pool,
+    redis: r.redis,
+    producer: r.producer,
+    prefix: config.QUEUE_PREFIX,
+    logger: r.logger,
+    sender: createHttpSender({ guard, responseBodyLimit: config.RESPONSE_BODY_LIMIT, maxInFlight: config.DELIVERER_MAX_IN_FLIGHT }),
+    breaker: createBreaker(r.redis, {
+      prefix: config.QUEUE_PREFIX,
+      threshold: config.BREAKER_FAILURE_THRESHOLD,
+      cooldownMs: config.BREAKER_COOLDOWN_MS,
+      ttlMs: config.DESTINATION_DISABLE_AFTER_MS + 7 * 86_400_000,
+    }),
+    openSecret: createSecretCache(createSecretBox(config.SECRETS_KEY)),
+    defaults: {
+      timeoutMs: config.DELIVERY_TIMEOUT_MS,
+      maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
+      maxConcurrency: config.DESTINATION_MAX_CONCURRENCY,
+      retryScheduleMs: parseSchedule(config.RETRY_SCHEDULE_MS),
+    },
+    backoff: { retryBaseMs: config.RETRY_BASE_MS, retryMaxMs: config.RETRY_MAX_MS, retryAfterMaxMs: config.RETRY_AFTER_MAX_MS },
+    leaseMs: config.DELIVERY_LEASE_MS,
+    claimSlackMs: config.CLAIM_SLACK_MS,
+    disableAfterMs: config.DESTINATION_DISABLE_AFTER_MS,
+    instanceId: `${hostname()}:${process.pid}`,
+  };
+}

@@ -1,0 +1,151 @@
+import { createHash } from 'node:crypto';
+import { Pool } from 'undici';
+import type { DestinationSettings } from './destination-settings';
+import { errorKindOf, errorMessage } from './error-kind';
+import { ConcurrencyLimits } from './limiter';
+import type { SendResult } from './send-result';
+import type { SsrfGuard } from './ssrf/ssrf-guard';
+import { createTlsAlertTracker } from './tls-alerts';
+
+export interface SendTarget {
+  destinationId: string;
+  url: string;
+  settings: DestinationSettings;
+  /** Opened client key for mTLS (the PEM, never stored in plain text). */
+  mtlsKey: string | null;
+}
+
+export interface HttpSender {
+  send(target: SendTarget, headers: Record<string, string>, body: Buffer): Promise<SendResult>;
+  close(): Promise<void>;
+}
+
+export interface HttpSenderOptions {
+  guard: SsrfGuard;
+  responseBodyLimit: number;
+  maxInFlight: number;
+  /** Connection pools kept at most; the least recently used is closed beyond it. */
+  maxPools?: number;
+}
+
+const HEADERS_OF_INTEREST = ['content-type', 'content-length', 'retry-after', 'location', 'x-request-id', 'x-correlation-id', 'server'];
+
+function pickHeaders(h: Record<string, string | string[] | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of HEADERS_OF_INTEREST) {
+    const v = h[k];
+    if (v !== undefined) out[k] = (Array.isArray(v) ? v.join(', ') : v).slice(0, 500);
+  }
+  return out;
+}
+
+/** Reads at most `limit` bytes, then stops (the rest is discarded with the stream). */
+async function readLimited(body: AsyncIterable<Buffer> & { destroy(): unknown }, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= limit) break;
+    }
+  } catch {
+    /* a body cut short still tells us the status; keep what arrived */
+  }
+  body.destroy();
+  // PostgreSQL text cannot hold NUL.
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8').replace(/\0/g, '');
+}
+
+function basicAuth(url: URL): Record<string, string> {
+  if (!url.username && !url.password) return {};
+  const cred = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
+  return { authorization: `Basic ${Buffer.from(cred).toString('base64')}` };
+}
+
+/**
+ * undici `Pool`s (keep-alive, connection reuse) per destination and origin, bounded by
+ * each destination's `max_concurrency` and an overall in-flight limit. Redirects are never
+ * followed: a 3xx is a failed attempt of kind `redirect`.
+ */
+export function createHttpSender(opts: HttpSenderOptions): HttpSender {
+  const pools = new Map<string, Pool>();
+  const limits = new ConcurrencyLimits(opts.maxInFlight);
+  const maxPools = opts.maxPools ?? 1000;
+  const tlsAlerts = createTlsAlertTracker();
+
+  const poolFor = (t: SendTarget, url: URL): Pool => {
+    const m = t.settings.mtls;
+    const tlsId = m ? createHash('sha256').update(`${m.cert}|${m.keySealed}|${m.ca ?? ''}`).digest('hex').slice(0, 16) : '';
+    const key = `${t.destinationId}|${url.origin}|${t.settings.maxConcurrency}|${tlsId}`;
+    let pool = pools.get(key);
+    if (pool) {
+      pools.delete(key); // re-insert: the Map's order is the LRU order
+    } else {
+      const tls = { ...(m?.cert && t.mtlsKey ? { cert: m.cert, key: t.mtlsKey } : {}), ...(m?.ca ? { ca: m.ca } : {}) };
+      pool = new Pool(url.origin, {
+        connections: t.settings.maxConcurrency,
+        keepAliveTimeout: 4_000,
+        keepAliveMaxTimeout: 60_000,
+        connect: tlsAlerts.connector({ lookup: opts.guard.lookup, timeout: Math.min(t.settings.timeoutMs, 10_000), ...tls }),
+      });
+    }
+    pools.set(key, pool);
+    if (pools.size > maxPools) {
+      const [oldKey, old] = pools.entries().next().value as [string, Pool];
+      pools.delete(oldKey);
+      void old.close().catch(() => undefined);
+    }
+    return pool;
+  };
+
+  const attempt = async (t: SendTarget, headers: Record<string, string>, body: Buffer): Promise<SendResult> => {
+    const startedAt = new Date();
+    const t0 = performance.now();
+    const done = (r: Omit<SendResult, 'startedAt' | 'durationMs'>): SendResult => ({ ...r, startedAt, durationMs: Math.round(performance.now() - t0) });
+    const failure = (errorKind: SendResult['errorKind'], error: string): SendResult =>
+      done({ statusCode: null, errorKind, error, responseBody: null, responseHeaders: null });
+
+    let url: URL;
+    try {
+      url = new URL(t.url);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`unsupported scheme ${url.protocol}`);
+    } catch (err) {
+      return failure('connect', `invalid destination URL: ${(err as Error).message}`);
+    }
+    const blocked = opts.guard.checkHost(url.hostname);
+    if (blocked) return failure('ssrf_blocked', blocked.message);
+
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), t.settings.timeoutMs);
+    try {
+      const res = await poolFor(t, url).request({
+        path: `${url.pathname}${url.search}`,
+        method: t.settings.method as 'POST',
+        headers: { ...basicAuth(url), ...headers },
+        body,
+        signal: abort.signal,
+        headersTimeout: t.settings.timeoutMs,
+        bodyTimeout: t.settings.timeoutMs,
+      });
+      const responseBody = await readLimited(res.body, opts.responseBodyLimit);
+      const s = res.statusCode;
+      const errorKind = s >= 200 && s < 300 ? null : s >= 300 && s < 400 ? 'redirect' : 'http_error';
+      return done({ statusCode: s, errorKind, error: errorKind ? `HTTP ${s}` : null, responseBody, responseHeaders: pickHeaders(res.headers) });
+    } catch (caught) {
+      const err = tlsAlerts.alertFor(caught) ?? caught;
+      return failure(errorKindOf(err, abort.signal.aborted), abort.signal.aborted ? `no answer within ${t.settings.timeoutMs} ms` : errorMessage(err));
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  return {
+    send: (t, headers, body) => limits.run(t.destinationId, t.settings.maxConcurrency, () => attempt(t, headers, body)),
+    async close() {
+      const all = [...pools.values()];
+      pools.clear();
+      await Promise.all(all.map((p) => p.close().catch(() => undefined)));
+    },
+  };
+}

@@ -1,0 +1,98 @@
+import { newId, type Pool } from '@hookline/db';
+import type { Decision } from './retry-policy';
+import type { SendResult } from './send-result';
+
+export interface Outcome {
+  deliveryId: string;
+  tenantId: string;
+  eventId: string;
+  attemptNumber: number;
+  result: SendResult;
+  decision: Decision;
+}
+
+// All attempts in one multi-row INSERT and all delivery outcomes in one UPDATE, as one
+// statement. The lease guard keeps a claim that expired (and was taken over) from
+// overwriting the newer owner's state; its attempt is still recorded.
+const RECORD_SQL = `
+WITH att AS (
+  INSERT INTO delivery_attempts (id, tenant_id, delivery_id, number, status_code, response_body, response_headers, error_kind, error, started_at, duration_ms)
+  SELECT a.id, a.tenant_id, a.delivery_id, a.number, a.status_code, a.body, a.headers::jsonb, a.kind, a.error, a.started_at, a.duration
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[], $10::timestamptz[], $11::int[])
+    AS a(id, tenant_id, delivery_id, number, status_code, body, headers, kind, error, started_at, duration)
+)
+UPDATE deliveries d SET
+  status = u.status::"DeliveryStatus",
+  attempt_count = GREATEST(d.attempt_count, u.number),
+  next_attempt_at = CASE WHEN u.status = 'failed' THEN now() + u.delay::float8 * interval '1 millisecond' ELSE d.next_attempt_at END,
+  lease_until = NULL, lease_owner = NULL,
+  last_error = u.error, last_status_code = u.status_code,
+  delivered_at = CASE WHEN u.status = 'delivered' THEN now() ELSE d.delivered_at END,
+  exhausted_at = CASE WHEN u.status = 'exhausted' THEN now() ELSE d.exhausted_at END,
+  updated_at = now()
+FROM unnest($3::text[], $4::int[], $12::text[], $13::int[], $9::text[], $5::int[]) AS u(id, number, status, delay, error, status_code)
+WHERE d.id = u.id AND d.lease_owner = $14 AND d.status = 'delivering'`;
+
+// Event status from all of its deliveries: any exhausted -> dlq_queued, else any failed ->
+// failed, else all delivered -> delivered (status_reason 'replayed' when one was replayed).
+// Events that still have deliveries in flight keep their status.
+const EVENTS_SQL = `
+WITH agg AS (
+  SELECT event_id,
+    bool_or(status = 'exhausted') AS any_exhausted,
+    bool_or(status = 'failed') AS any_failed,
+    bool_and(status = 'delivered') AS all_delivered,
+    bool_or(replay_count > 0) AS any_replayed
+  FROM deliveries WHERE event_id = ANY($1::text[]) GROUP BY event_id
+), next AS (
+  SELECT event_id, any_replayed,
+    (CASE WHEN any_exhausted THEN 'dlq_queued' WHEN any_failed THEN 'failed' WHEN all_delivered THEN 'delivered' END)::"EventStatus" AS status
+  FROM agg
+)
+UPDATE events e SET
+  status = n.status,
+  status_reason = CASE WHEN n.status = 'delivered' AND n.any_replayed THEN 'replayed' ELSE e.status_reason END,
+  delivered_at = CASE WHEN n.status = 'delivered' THEN now() ELSE e.delivered_at END,
+  failed_at = CASE WHEN n.status IN ('failed', 'dlq_queued') AND e.status NOT IN ('failed', 'dlq_queued') THEN now() ELSE e.failed_at END,
+  updated_at = now()
+FROM next n
+WHERE e.id = n.event_id AND n.status IS NOT NULL AND e.status IS DISTINCT FROM n.status`;
+
+/**
+ * Writes a batch's attempts and outcomes, then the status of their events, in one
+ * transaction. The events are locked first (in id order) so that the aggregate is read
+ * after any concurrent batch of the same event has committed: the last writer sees all.
+ */
+export async function recordOutcomes(pool: Pool, leaseOwner: string, outcomes: Outcome[]): Promise<void> {
+  if (outcomes.length === 0) return;
+  const col = <T>(f: (o: Outcome) => T): T[] => outcomes.map(f);
+  const eventIds = [...new Set(col((o) => o.eventId))];
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(RECORD_SQL, [
+      col(() => newId('att')),
+      col((o) => o.tenantId),
+      col((o) => o.deliveryId),
+      col((o) => o.attemptNumber),
+      col((o) => o.result.statusCode),
+      col((o) => o.result.responseBody),
+      col((o) => (o.result.responseHeaders ? JSON.stringify(o.result.responseHeaders) : null)),
+      col((o) => o.result.errorKind),
+      col((o) => o.result.error),
+      col((o) => o.result.startedAt),
+      col((o) => o.result.durationMs),
+      col((o) => o.decision.status),
+      col((o) => (o.decision.status === 'failed' ? Math.round(o.decision.delayMs) : 0)),
+      leaseOwner,
+    ]);
+    await client.query('SELECT 1 FROM events WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE', [eventIds]);
+    await client.query(EVENTS_SQL, [eventIds]);
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,49 @@
+import type { Pool } from '@hookline/db';
+import type { Producer } from '@hookline/queues';
+import { withTryLock } from './advisory-lock';
+
+export interface RecoveryInput {
+  /** A due delivery with no job for this long is re-enqueued. */
+  afterMs: number;
+  batchSize: number;
+  /** Ids per deliver job. */
+  jobSize?: number;
+}
+
+// Two kinds of stranded deliveries: due ones whose job was lost (Redis flushed, a crash
+// between commit and enqueue), and ones a crashed deliverer held (lease expired), which
+// go back to pending/failed. Both get next_attempt_at = now(), so one sweep re-enqueues
+// a delivery at most once per `afterMs`. Direct, ACTIVE destinations only.
+const SWEEP_SQL = `
+WITH due AS (
+  SELECT d.id FROM deliveries d JOIN destinations t ON t.id = d.destination_id
+  WHERE d.status IN ('pending', 'failed', 'replaying') AND d.next_attempt_at < now() - $1::float8 * interval '1 millisecond'
+    AND t.cluster_id IS NULL AND t.state = 'ACTIVE'
+  ORDER BY d.next_attempt_at LIMIT $2
+  FOR UPDATE OF d SKIP LOCKED
+), expired AS (
+  SELECT d.id FROM deliveries d JOIN destinations t ON t.id = d.destination_id
+  WHERE d.status = 'delivering' AND d.lease_until < now() AND t.cluster_id IS NULL
+  LIMIT $2
+  FOR UPDATE OF d SKIP LOCKED
+)
+UPDATE deliveries d SET
+  status = CASE WHEN d.status <> 'delivering' THEN d.status WHEN d.attempt_count = 0 THEN 'pending'::"DeliveryStatus" ELSE 'failed'::"DeliveryStatus" END,
+  lease_until = NULL, lease_owner = NULL, next_attempt_at = now(), updated_at = now()
+WHERE d.id IN (SELECT id FROM due UNION ALL SELECT id FROM expired)
+RETURNING d.id`;
+
+/**
+ * One recovery sweep (skipped when another replica holds the lock). Returns how many
+ * deliveries were re-enqueued, or null when the lock was taken.
+ */
+export async function recoverDeliveries(deps: { pool: Pool; producer: Producer }, input: RecoveryInput): Promise<number | null> {
+  const ids = await withTryLock(deps.pool, 'hookline-deliverer-recovery', async (client) => {
+    const { rows } = await client.query<{ id: string }>(SWEEP_SQL, [input.afterMs, input.batchSize]);
+    return rows.map((r) => r.id);
+  });
+  if (ids === null) return null;
+  const size = input.jobSize ?? 100;
+  for (let i = 0; i < ids.length; i += size) await deps.producer.add('deliver', { v: 1, deliveryIds: ids.slice(i, i + size) });
+  return ids.length;
+}

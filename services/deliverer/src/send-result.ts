@@ -1,0 +1,27 @@
+/**
+ * Why an attempt failed without (or before) a usable answer. `http_error` is a non-2xx
+ * answer, `redirect` a 3xx (never followed), `payload_missing` a delivery whose retained
+ * payload was purged, so nothing was sent.
+ */
+export const ERROR_KINDS = ['timeout', 'dns', 'connect', 'tls', 'reset', 'refused', 'ssrf_blocked', 'http_error', 'redirect', 'payload_missing'] as const;
+export type ErrorKind = (typeof ERROR_KINDS)[number];
+
+/** What one attempt produced; becomes one `delivery_attempts` row. */
+export interface SendResult {
+  statusCode: number | null;
+  errorKind: ErrorKind | null;
+  error: string | null;
+  responseBody: string | null;
+  responseHeaders: Record<string, string> | null;
+  startedAt: Date;
+  durationMs: number;
+}
+
+export function isSuccess(r: SendResult): boolean {
+  return r.statusCode !== null && r.statusCode >= 200 && r.statusCode < 300;
+}
+
+/** Failures that say something about the destination (our own refusals do not). */
+export function countsAgainstDestination(r: SendResult): boolean {
+  return !isSuccess(r) && r.errorKind !== 'ssrf_blocked' && r.errorKind !== 'payload_missing';
+}

@@ -1,0 +1,27 @@
+import { baseEnv, ConfigError, type ConfigOf, type EnvSchema } from '@hookline/config';
+import { parseCidrList, type Cidr } from './cidr';
+
+/** Everything ingest reads from the environment (validated once, at boot, in main.ts). */
+export const ingestEnv = {
+  ...baseEnv,
+  PORT: { type: 'integer', default: 8081, minimum: 0, maximum: 65535 },
+  HOST: { type: 'string', default: '0.0.0.0' },
+  INGEST_PUBLIC_URL: { type: 'string', default: 'http://127.0.0.1:8081', description: 'Base URL providers call; hook URLs are <this>/in/<ingester_id> and Twilio signs it' },
+  PAYLOAD_LIMIT_BYTES: { type: 'integer', default: 262144, minimum: 1, description: 'Largest accepted body; larger ones get 413' },
+  SIGNATURE_TOLERANCE_SECONDS: { type: 'integer', default: 300, minimum: 1, description: 'Default timestamp tolerance (an ingester may set tolerance_seconds)' },
+  INGESTER_CACHE_TTL_MS: { type: 'integer', default: 5000, minimum: 0, description: 'How long an ingester stays cached when no change is announced' },
+  DEDUP_WINDOW_SECONDS: { type: 'integer', default: 86400, minimum: 1, description: 'How long an Idempotency-Key or provider delivery id dedupes' },
+  INGEST_BATCH_MAX: { type: 'integer', default: 500, minimum: 1, maximum: 5000, description: 'Events per group-commit transaction' },
+  INGEST_FLUSHES_IN_FLIGHT: { type: 'integer', default: 2, minimum: 1, maximum: 64, description: 'Group-commit transactions at once' },
+  INGEST_ENQUEUE_TIMEOUT_MS: { type: 'integer', default: 2000, minimum: 1, description: 'Longest wait for the route enqueue before answering anyway' },
+  TRUSTED_PROXIES: { type: 'string', default: '', description: 'Comma-separated CIDRs whose X-Forwarded-For is believed' },
+} as const satisfies EnvSchema;
+
+export type IngestConfig = ConfigOf<typeof ingestEnv>;
+
+/** TRUSTED_PROXIES as ranges; a bad entry stops the boot with a message naming the variable. */
+export function trustedProxies(value: string): Cidr[] {
+  const { cidrs, invalid } = parseCidrList(value.split(',').map((s) => s.trim()).filter(Boolean));
+  if (invalid.length > 0) throw new ConfigError([`TRUSTED_PROXIES has entries that are not CIDRs: ${invalid.join(', ')}`]);
+  return cidrs;
+}

@@ -1,0 +1,128 @@
+import type { Pool } from '@hookline/db';
+import { AppError } from '@hookline/errors';
+import type { Logger } from '@hookline/logger';
+import type { Producer } from '@hookline/queues';
+import { writeBatch, type PendingEvent, type WriteOutcome } from './write-batch';
+
+export interface BatcherOptions {
+  /** Rows per flush (INGEST_BATCH_MAX). */
+  maxBatch: number;
+  /** Flushes (transactions) at once (INGEST_FLUSHES_IN_FLIGHT). */
+  maxInFlight: number;
+  dedupWindowSeconds: number;
+  /** A slow Redis must not hold answers for events already committed. */
+  enqueueTimeoutMs: number;
+  /** Payload bytes per flush, so a batch of large bodies stays a sane statement. */
+  maxBatchBytes?: number;
+}
+
+export interface BatcherDeps {
+  pool: Pool;
+  producer: Producer;
+  logger: Logger;
+  /** False while the producer's Redis connection is known to be down: the enqueue is skipped at once. */
+  queueReady?: () => boolean;
+}
+
+export interface EventBatcher {
+  /** Resolves once the event is committed (or found to be a duplicate); rejects with a 503 AppError when PostgreSQL fails. */
+  submit(event: PendingEvent): Promise<WriteOutcome>;
+  /** Resolves when every submitted event has been answered. */
+  drain(): Promise<void>;
+}
+
+interface Waiting {
+  event: PendingEvent;
+  resolve(o: WriteOutcome): void;
+  reject(e: unknown): void;
+}
+
+/**
+ * Group commit: a request that arrives while the flushes in flight are busy waits for
+ * the next one, which writes everything waiting in one transaction. No timer delays a
+ * lone request (a flush starts on the next turn of the event loop). After COMMIT the
+ * batch's new event ids go to the `route` queue as one job; if that fails the events
+ * are still durable and the router's recovery sweep enqueues them.
+ */
+export function createEventBatcher(deps: BatcherDeps, opts: BatcherOptions): EventBatcher {
+  const maxBytes = opts.maxBatchBytes ?? 8 * 1024 * 1024;
+  const waiting: Waiting[] = [];
+  let inFlight = 0;
+  let open = 0;
+  let scheduled = false;
+  let idle: (() => void)[] = [];
+
+  const schedule = (): void => {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(pump);
+  };
+
+  function pump(): void {
+    scheduled = false;
+    while (inFlight < opts.maxInFlight && waiting.length > 0) {
+      let n = 0;
+      let bytes = 0;
+      while (n < waiting.length && n < opts.maxBatch && (n === 0 || bytes + waiting[n]!.event.body.length <= maxBytes)) bytes += waiting[n++]!.event.body.length;
+      inFlight++;
+      void flush(waiting.splice(0, n));
+    }
+  }
+
+  async function enqueue(eventIds: string[]): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`enqueue timed out after ${opts.enqueueTimeoutMs} ms`)), opts.enqueueTimeoutMs);
+    });
+    try {
+      if (deps.queueReady && !deps.queueReady()) throw new Error('Redis is not connected');
+      await Promise.race([deps.producer.add('route', { v: 1, eventIds }), timeout]);
+    } catch (err) {
+      deps.logger.warn('route enqueue failed; events are committed and the router recovery sweep will enqueue them', { events: eventIds.length, first_event_id: eventIds[0], error: (err as Error).message });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  function settle(batch: Waiting[], each: (w: Waiting, i: number) => void): void {
+    batch.forEach(each);
+    open -= batch.length;
+    if (open === 0) {
+      for (const r of idle) r();
+      idle = [];
+    }
+  }
+
+  async function flush(batch: Waiting[]): Promise<void> {
+    let outcomes: WriteOutcome[];
+    try {
+      outcomes = await writeBatch(deps.pool, batch.map((w) => w.event), opts.dedupWindowSeconds);
+    } catch (err) {
+      inFlight--;
+      schedule();
+      deps.logger.error('event batch not stored', { events: batch.length, error: (err as Error).message });
+      const unavailable = new AppError('service-unavailable', 'Events cannot be stored right now; retry later.', {}, { 'retry-after': '1' });
+      settle(batch, (w) => w.reject(unavailable));
+      return;
+    }
+    // The slot is free as soon as PostgreSQL is done; the enqueue overlaps the next flush.
+    inFlight--;
+    schedule();
+    const fresh = outcomes.filter((o) => o.kind === 'accepted').map((o) => o.eventId);
+    if (fresh.length > 0) await enqueue(fresh);
+    settle(batch, (w, i) => w.resolve(outcomes[i]!));
+  }
+
+  return {
+    submit(event) {
+      open++;
+      return new Promise<WriteOutcome>((resolve, reject) => {
+        waiting.push({ event, resolve, reject });
+        schedule();
+      });
+    },
+    drain() {
+      return open === 0 ? Promise.resolve() : new Promise<void>((r) => idle.push(r));
+    },
+  };
+}

@@ -1,0 +1,125 @@
+import { createHash, type BinaryLike } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { newId, type Pool } from '@hookline/db';
+import { AppError } from '@hookline/errors';
+import type { Logger } from '@hookline/logger';
+import { ipInAny, type Cidr } from './cidr';
+import { resolveClientIp } from './client-ip';
+import type { EventBatcher } from './event-batcher';
+import type { IngesterCache } from './ingester-cache';
+import type { IngesterSettings } from './ingester-settings';
+import { getStringAt } from './json-path';
+import { PROVIDER_ADAPTERS, type ProviderContext } from './providers';
+import { recordRejection, type Rejection } from './record-rejection';
+import { checkRequiredHeaders } from './source-rules';
+import { correlationId } from './trace';
+import type { WriteOutcome } from './write-batch';
+
+export interface IngestDeps {
+  pool: Pool;
+  cache: IngesterCache;
+  batcher: EventBatcher;
+  logger: Logger;
+  /** INGEST_PUBLIC_URL without a trailing slash. */
+  publicUrl: string;
+  trustedProxies: readonly Cidr[];
+  nowSeconds?: () => number;
+}
+
+export interface IngestInput {
+  ingesterId: string;
+  /** The request path as received (`/in/<id>/…`) and the raw query string, without `?`. */
+  path: string;
+  query: string | null;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  peerIp: string | undefined;
+  receivedAt: Date;
+  requestId: string;
+}
+
+const MAX_KEY = 200;
+const sha256 = (v: BinaryLike): string => createHash('sha256').update(v).digest('hex');
+
+/**
+ * One inbound webhook, after its body was read. Outcomes: accepted → 202 (stored and
+ * committed), duplicate → 200 (the original event id). Refusals throw AppError: 404
+ * unknown or inactive ingester, 403 address not allowed, 400 required header rule,
+ * 401 signature (each with one ingest_rejections row), 503 PostgreSQL unavailable.
+ */
+export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise<WriteOutcome> {
+  const ing = await deps.cache.get(input.ingesterId).catch((err: Error) => {
+    deps.logger.error('ingester lookup failed', { ingester_id: input.ingesterId, request_id: input.requestId, error: err.message });
+    throw new AppError('service-unavailable', 'The endpoint cannot be resolved right now; retry later.', {}, { 'retry-after': '1' });
+  });
+  if (!ing || !ing.active) throw AppError.notFound('ingester');
+  const sourceIp = resolveClientIp(input.peerIp, input.headers['x-forwarded-for'], deps.trustedProxies);
+  const reject = async (r: Pick<Rejection, 'reasonCode' | 'detail'>, err: AppError): Promise<never> => {
+    deps.logger.info('inbound request rejected', { ingester_id: ing.id, tenant_id: ing.tenantId, request_id: input.requestId, reason_code: r.reasonCode, detail: r.detail, source_ip: sourceIp });
+    await recordRejection(deps.pool, deps.logger, { ...r, tenantId: ing.tenantId, ingesterId: ing.id, sourceIp });
+    throw err;
+  };
+
+  if (ing.allowlist && (sourceIp === null || !ipInAny(sourceIp, ing.allowlist))) {
+    await reject({ reasonCode: 'forbidden', detail: 'ip_not_allowed' }, new AppError('permission-denied', 'The source address is not allowed to post to this endpoint.', { resource_id: ing.id, reason_code: 'forbidden' }));
+  }
+  const headerErrors = checkRequiredHeaders(ing.requiredHeaders, input.headers);
+  if (headerErrors.length > 0) {
+    await reject(
+      { reasonCode: 'validation_error', detail: headerErrors.map((e) => `${e.field} ${e.message}`).join('; ') },
+      new AppError('validation-error', 'The request does not meet the header rules of this endpoint.', { errors: headerErrors, reason_code: 'validation_error' }),
+    );
+  }
+
+  const ctx = providerContext(deps, ing, input);
+  const adapter = PROVIDER_ADAPTERS[ing.provider];
+  if (ing.secrets.length > 0) {
+    const result = adapter.verify(ctx);
+    if (!result.ok) {
+      await reject(
+        { reasonCode: 'provider_verification_failed', detail: result.reason },
+        new AppError('unauthorized', `The ${ing.provider} signature could not be verified.`, { reason_code: 'provider_verification_failed', reason: result.reason }),
+      );
+    }
+  }
+
+  const idem = input.headers['idempotency-key'];
+  const key = (Array.isArray(idem) ? idem[0] : idem)?.trim() || adapter.dedupId(ctx);
+  return deps.batcher.submit({
+    eventId: newId('evt'),
+    tenantId: ing.tenantId,
+    ingesterId: ing.id,
+    type: ing.eventTypePath ? getStringAt(ctx.json(), ing.eventTypePath) : adapter.eventType(ctx),
+    correlationId: correlationId(input.headers['traceparent']),
+    // Keys are stored as given unless very long (then as their hash, still unique).
+    dedupKey: key ? (key.length > MAX_KEY ? `sha256:${sha256(key)}` : key) : null,
+    sourceIp,
+    receivedAt: input.receivedAt,
+    contentType: typeof input.headers['content-type'] === 'string' ? input.headers['content-type'] : null,
+    headers: input.headers,
+    query: input.query,
+    body: input.body,
+  });
+}
+
+function providerContext(deps: IngestDeps, ing: IngesterSettings, input: IngestInput): ProviderContext {
+  let parsed: { value: unknown } | null = null;
+  return {
+    body: input.body,
+    headers: input.headers,
+    secrets: ing.secrets,
+    toleranceSeconds: ing.toleranceSeconds,
+    nowSeconds: deps.nowSeconds ? deps.nowSeconds() : Math.floor(Date.now() / 1000),
+    url: `${deps.publicUrl}${input.path}${input.query !== null ? `?${input.query}` : ''}`,
+    json() {
+      if (!parsed) {
+        try {
+          parsed = { value: input.body.length > 0 ? (JSON.parse(input.body.toString('utf8')) as unknown) : undefined };
+        } catch {
+          parsed = { value: undefined };
+        }
+      }
+      return parsed.value;
+    },
+  };
+}

@@ -1,0 +1,37 @@
+import { ConfigError, loadConfig } from '@hookline/config';
+import { createPool } from '@hookline/db';
+import { onShutdownSignal } from '@hookline/http';
+import { createLogger } from '@hookline/logger';
+import { createProducer, createRedis } from '@hookline/queues';
+import { createIngestApp } from './app';
+import { ingestEnv, trustedProxies } from './config';
+
+/** Wiring only: config → logger → PostgreSQL/Redis → server → graceful SIGTERM. */
+async function main(): Promise<void> {
+  const config = loadConfig(ingestEnv);
+  const proxies = trustedProxies(config.TRUSTED_PROXIES);
+  const logger = createLogger('ingest', config.LOG_LEVEL);
+  const pool = createPool(config.DATABASE_URL, config.DB_POOL_MAX);
+  const redis = createRedis(config.REDIS_URL, 'producer');
+  const subscriber = createRedis(config.REDIS_URL, 'worker');
+  const producer = createProducer(redis, config.QUEUE_PREFIX);
+  const app = createIngestApp({ config, trustedProxies: proxies, pool, producer, redis, subscriber, logger });
+  const url = await app.listen(config.PORT, config.HOST);
+  logger.info('ingest listening', { url, public_url: config.INGEST_PUBLIC_URL });
+
+  onShutdownSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
+    // Readiness goes false, the listener closes, open requests finish and batches flush.
+    await app.close(Math.floor(config.SHUTDOWN_TIMEOUT_MS * 0.7));
+    await producer.close().catch(() => undefined);
+    redis.disconnect();
+    subscriber.disconnect();
+    await pool.end().catch(() => undefined);
+    logger.info('stopped');
+  });
+}
+
+main().catch((err: Error) => {
+  // A configuration error names the variable; anything else is printed whole.
+  process.stderr.write(`ingest failed to start: ${err instanceof ConfigError ? err.message : (err.stack ?? err.message)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,29 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { ProviderContext } from '../providers';
+
+/** A provider context for unit tests: header names lower-cased, as node:http gives them. */
+export function providerCtx(opts: { body: string | Buffer; headers?: Record<string, string>; secrets: string[]; url?: string; nowSeconds?: number; toleranceSeconds?: number }): ProviderContext {
+  const body = Buffer.isBuffer(opts.body) ? opts.body : Buffer.from(opts.body);
+  const headers: IncomingHttpHeaders = {};
+  for (const [k, v] of Object.entries(opts.headers ?? {})) headers[k.toLowerCase()] = v;
+  return {
+    body,
+    headers,
+    secrets: opts.secrets,
+    toleranceSeconds: opts.toleranceSeconds ?? 300,
+    nowSeconds: opts.nowSeconds ?? Math.floor(Date.now() / 1000),
+    url: opts.url ?? 'https://hooks.example.test/in/ing_test',
+    json() {
+      try {
+        return JSON.parse(body.toString('utf8')) as unknown;
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}
+
+/** Flips one byte of the body: what tampering in transit looks like. */
+export function tamper(body: string): string {
+  return body.length === 0 ? 'x' : String.fromCharCode(body.charCodeAt(0) ^ 1) + body.slice(1);
+}

@@ -1,0 +1,114 @@
+import { newId, withTransaction, type Pool } from '@hookline/db';
+import { buildFilterDocument, type FilterDocument } from '@hookline/filters';
+import type { Logger } from '@hookline/logger';
+import type { Producer } from '@hookline/queues';
+import type { ActiveFlow, FlowCache } from './flow-cache';
+import { loadValidatedEvents, type RoutableEvent } from './load-events';
+import { FILTER_REASONS, type FilterReason } from './reasons';
+
+export interface RouteDeps {
+  pool: Pool;
+  producer: Pick<Producer, 'add'>;
+  flows: FlowCache;
+  logger: Logger;
+}
+
+export interface RouteInput {
+  eventIds: readonly string[];
+  traceparent?: string;
+}
+
+export interface RouteOutcome {
+  /** Events found in `validated` and moved to `filtered` by this call. */
+  routed: number;
+  /** Ids given that were not in `validated` (already routed, or unknown). */
+  skipped: number;
+  /** Routed events that matched no flow. */
+  unmatched: number;
+  /** Deliveries this call created (a repeated job creates none). */
+  deliveryIds: string[];
+  /** False when the deliver job could not be enqueued (the deliverer's recovery sweep will send them). */
+  enqueued: boolean;
+}
+
+interface NewDelivery {
+  id: string;
+  tenantId: string;
+  eventId: string;
+  flowId: string;
+  destinationId: string;
+}
+
+const INSERT_DELIVERIES = `INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, status, next_attempt_at, created_at, updated_at)
+  SELECT u.id, u.tenant_id, u.event_id, u.flow_id, u.destination_id, 'pending', now(), now(), now()
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(id, tenant_id, event_id, flow_id, destination_id)
+  ON CONFLICT (event_id, flow_id) DO NOTHING
+  RETURNING id`;
+
+const MARK_FILTERED = `UPDATE events e SET status = 'filtered', filtered_at = now(), updated_at = now(), status_reason = u.reason
+  FROM unnest($1::text[], $2::text[]) AS u(id, reason)
+  WHERE e.id = u.id AND e.status = 'validated'`;
+
+/**
+ * Routes a batch of events: runs each active flow's filter, inserts one delivery per
+ * matching flow and marks the events `filtered`, all in one transaction, then enqueues
+ * the new deliveries as one `deliver` job. Safe to repeat: routed events are skipped and
+ * the (event, flow) key stops a second delivery.
+ */
+export async function routeEvents(deps: RouteDeps, input: RouteInput): Promise<RouteOutcome> {
+  const ids = [...new Set(input.eventIds)];
+  const events = await loadValidatedEvents(deps.pool, ids);
+  const outcome: RouteOutcome = { routed: 0, skipped: ids.length - events.length, unmatched: 0, deliveryIds: [], enqueued: true };
+  if (events.length === 0) return outcome;
+
+  const flowsByIngester = await deps.flows.get(new Map(events.map((e) => [e.ingester_id, e.tenant_id])));
+  const deliveries: NewDelivery[] = [];
+  const reasons: Array<FilterReason | null> = [];
+  for (const event of events) {
+    const flows = (flowsByIngester.get(event.ingester_id) ?? []).filter((f) => f.tenantId === event.tenant_id);
+    const matched = matchingFlows(event, flows);
+    for (const f of matched) deliveries.push({ id: newId('dlv'), tenantId: event.tenant_id, eventId: event.id, flowId: f.id, destinationId: f.destinationId });
+    reasons.push(matched.length > 0 ? null : flows.length > 0 ? FILTER_REASONS.filterRejected : FILTER_REASONS.noMatchingFlow);
+  }
+  outcome.unmatched = reasons.filter((r) => r !== null).length;
+
+  await withTransaction(deps.pool, async (client) => {
+    if (deliveries.length > 0) {
+      const cols = (k: keyof NewDelivery): string[] => deliveries.map((d) => d[k]);
+      const res = await client.query<{ id: string }>(INSERT_DELIVERIES, [cols('id'), cols('tenantId'), cols('eventId'), cols('flowId'), cols('destinationId')]);
+      outcome.deliveryIds = res.rows.map((r) => r.id);
+    }
+    const res = await client.query(MARK_FILTERED, [events.map((e) => e.id), reasons]);
+    outcome.routed = res.rowCount ?? 0;
+  });
+
+  if (outcome.deliveryIds.length > 0) {
+    const job = { v: 1 as const, deliveryIds: outcome.deliveryIds, ...(input.traceparent ? { traceparent: input.traceparent } : {}) };
+    try {
+      await deps.producer.add('deliver', job);
+    } catch (err) {
+      // The deliveries are committed as `pending`; the deliverer's recovery sweep sends them.
+      outcome.enqueued = false;
+      deps.logger.error('could not enqueue deliver job; recovery will pick the deliveries up', { deliveries: outcome.deliveryIds.length, err: (err as Error).message });
+    }
+  }
+  return outcome;
+}
+
+/** The flows whose filter accepts the event; the body is parsed only if a filter needs it. */
+function matchingFlows(event: RoutableEvent, flows: ActiveFlow[]): ActiveFlow[] {
+  let doc: FilterDocument | undefined;
+  return flows.filter((f) => {
+    if (f.matchAll) return true;
+    doc ??= buildFilterDocument({
+      type: event.type,
+      ingesterId: event.ingester_id,
+      provider: event.provider,
+      headers: event.headers,
+      query: event.query,
+      contentType: event.content_type,
+      body: event.body,
+    });
+    return f.filter.matches(doc);
+  });
+}

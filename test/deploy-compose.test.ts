@@ -1,0 +1,88 @@
+// Offline checks of docker-compose.yml and the Dockerfile (no Docker engine needed):
+// every container runs an entry that exists with the variables it reads, in the right
+// order, with Redis configured for BullMQ and the edge agent kept in its own networks.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import {
+  composeEdgeProblems,
+  composeOrderProblems,
+  composeProcessProblems,
+  composeRedisProblems,
+  dockerfileProblems,
+  interpolate,
+  readCompose,
+  type ComposeFile,
+} from '../deploy/checks/compose-checks';
+import { kustomizeBuild, REPO_ROOT } from '../deploy/checks/kustomize-lite';
+import { workloads } from '../deploy/checks/workloads';
+
+const COMPOSE = resolve(REPO_ROOT, 'docker-compose.yml');
+const DOCKERFILE = readFileSync(resolve(REPO_ROOT, 'Dockerfile'), 'utf8');
+const compose = (): ComposeFile => readCompose(COMPOSE);
+
+test('interpolation follows compose: defaults for unset variables, $$ for a dollar', () => {
+  expect(interpolate('a: ${X:-d1}\nb: ${Y-d2}\nc: "${Z}"\nd: $$HOME')).toBe('a: d1\nb: d2\nc: ""\nd: $HOME');
+});
+
+test('the four services, the migration and the edge agent are all there', () => {
+  const c = compose();
+  expect(Object.keys(c.services).sort()).toEqual(['api', 'deliverer', 'edge', 'ingest', 'migrate', 'postgres', 'redis', 'router']);
+  for (const s of ['api', 'ingest', 'router', 'deliverer']) expect(c.services[s]?.command).toEqual([`services/${s}/src/main.ts`]);
+});
+
+test('every container runs an existing entry with valid variables it reads, on the port it publishes', async () => {
+  expect(await composeProcessProblems(compose())).toEqual([]);
+});
+
+test('services start after the migration completed and Redis is healthy', () => {
+  expect(composeOrderProblems(compose())).toEqual([]);
+});
+
+test('Redis never evicts and keeps an append-only file', () => {
+  expect(composeRedisProblems(compose())).toEqual([]);
+});
+
+test('the edge agent shares no network with PostgreSQL or Redis and has a private one', () => {
+  expect(composeEdgeProblems(compose())).toEqual([]);
+});
+
+test('the image contains every entry file that compose and the manifests run', async () => {
+  const fromCompose = Object.values(compose().services).flatMap((s) => (s.image === 'hookline:latest' ? (s.command ?? []).slice(0, 1) : []));
+  const fromK8s = (await workloads(kustomizeBuild(resolve(REPO_ROOT, 'deploy/kustomize/base')))).flatMap((w) => w.processes.map((p) => p.entry));
+  const entries = [...new Set([...fromCompose, ...fromK8s])].sort();
+  expect(entries).toContain('deploy/scripts/wait-for-migrations.ts');
+  expect(dockerfileProblems(DOCKERFILE, entries)).toEqual([]);
+});
+
+describe('the checks find a broken compose file', () => {
+  test('unread or invalid variables, a wrong port, a missing entry, a short grace period', async () => {
+    const c = compose();
+    c.services.router!.environment = { ...c.services.router!.environment, JWT_SECRET: 'x'.repeat(20) };
+    c.services.ingest!.ports = ['8081:9000'];
+    c.services.api!.environment = { ...c.services.api!.environment, LOG_LEVEL: 'loud' };
+    c.services.deliverer!.stop_grace_period = '10s';
+    c.services.migrate!.command = ['scripts/migrat.ts'];
+    const text = (await composeProcessProblems(c)).join('\n');
+    expect(text).toMatch(/router: JWT_SECRET is set but services\/router\/src\/main\.ts does not read it/);
+    expect(text).toMatch(/ingest: publishes 8081:9000 but listens on 8081/);
+    expect(text).toMatch(/api: services\/api\/src\/main\.ts: LOG_LEVEL must be equal to one of the allowed values/);
+    expect(text).toMatch(/deliverer: stop_grace_period 10s must exceed SHUTDOWN_TIMEOUT_MS 20000/);
+    expect(text).toMatch(/migrate: scripts\/migrat\.ts does not exist/);
+  });
+
+  test('no wait for the migration, an evicting Redis, an edge agent beside the data', () => {
+    const c = compose();
+    delete c.services.router!.depends_on!.migrate;
+    c.services.redis!.command = ['redis-server', '--maxmemory-policy', 'allkeys-lru'];
+    c.services.edge!.networks = ['core', 'public'];
+    expect(composeOrderProblems(c)).toEqual(['router: must depend on migrate with condition service_completed_successfully']);
+    expect(composeRedisProblems(c)).toEqual(['redis: --maxmemory-policy must be noeviction', 'redis: --appendonly must be yes']);
+    expect(composeEdgeProblems(c)).toEqual(['edge: shares network core with PostgreSQL or Redis', 'edge: needs an internal (private) network for its targets']);
+  });
+
+  test('an entry the image does not contain', () => {
+    expect(dockerfileProblems(DOCKERFILE.replace(/^COPY deploy\/scripts .*$/m, ''), ['deploy/scripts/wait-for-migrations.ts'])).toEqual([
+      'Dockerfile: deploy/scripts/wait-for-migrations.ts is not copied into the image',
+    ]);
+  });
+});

@@ -1,0 +1,79 @@
+import { createRedis, onConfigChange, publishConfigChange, type Redis } from '@hookline/queues';
+import { seedTenant, waitFor, type TestDatabase } from '@hookline/testing';
+import { FlowCache } from '../services/router/src/flow-cache';
+import { insertDestination, insertFlow, insertIngester, openRouterTest, type RouterTestContext } from './router-fixtures';
+
+let t: RouterTestContext;
+let db: TestDatabase;
+let sub: Redis;
+
+beforeAll(async () => {
+  t = await openRouterTest('rcache');
+  db = t.db;
+  sub = createRedis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', 'worker');
+});
+
+afterAll(async () => {
+  sub.disconnect();
+  await t.close();
+});
+
+async function setup(): Promise<{ tenantId: string; ingesterId: string; flowId: string; destinationId: string }> {
+  const { tenantId } = await seedTenant(db.pool);
+  const ingesterId = await insertIngester(db.pool, tenantId);
+  const destinationId = await insertDestination(db.pool, tenantId);
+  const flowId = await insertFlow(db.pool, { tenantId, ingesterId, destinationId, filter: { event_types: ['a.*'] } });
+  return { tenantId, ingesterId, flowId, destinationId };
+}
+
+const ids = async (cache: FlowCache, ingesterId: string, tenantId: string): Promise<string[]> => ((await cache.get(new Map([[ingesterId, tenantId]]))).get(ingesterId) ?? []).map((f) => f.id);
+
+describe('FlowCache', () => {
+  it('loads active flows with compiled filters and keeps them for the TTL', async () => {
+    const s = await setup();
+    let now = 1_000_000;
+    const cache = new FlowCache(db.pool, 5000, undefined, () => now);
+    const flows = (await cache.get(new Map([[s.ingesterId, s.tenantId]]))).get(s.ingesterId)!;
+    expect(flows.map((f) => [f.id, f.destinationId, f.matchAll])).toEqual([[s.flowId, s.destinationId, false]]);
+    expect(flows[0]!.filter.matches({ type: 'a.b', source: { ingester_id: s.ingesterId, provider: 'generic' }, headers: {}, query: {}, body: null })).toBe(true);
+
+    await db.pool.query(`UPDATE delivery_flows SET state = 'DISABLED' WHERE id = $1`, [s.flowId]);
+    now += 4000;
+    expect(await ids(cache, s.ingesterId, s.tenantId)).toEqual([s.flowId]);
+    now += 2000;
+    expect(await ids(cache, s.ingesterId, s.tenantId)).toEqual([]);
+  });
+
+  it('drops entries when a config-change message arrives', async () => {
+    const s = await setup();
+    const other = await setup();
+    const cache = new FlowCache(db.pool, 600_000);
+    await onConfigChange(sub, t.prefix, (c) => cache.invalidate(c));
+    expect(await ids(cache, s.ingesterId, s.tenantId)).toEqual([s.flowId]);
+    expect(await ids(cache, other.ingesterId, other.tenantId)).toEqual([other.flowId]);
+
+    const added = await insertFlow(db.pool, { tenantId: s.tenantId, ingesterId: s.ingesterId, destinationId: s.destinationId });
+    await db.pool.query(`UPDATE delivery_flows SET state = 'DISABLED' WHERE id = $1`, [other.flowId]);
+    await publishConfigChange(t.redis, t.prefix, { kind: 'flow', id: added, tenantId: s.tenantId });
+    await waitFor(async () => (await ids(cache, s.ingesterId, s.tenantId)).length === 2, { what: 'the new flow to be seen' });
+    // Another tenant's entry is untouched by this tenant's change.
+    expect(await ids(cache, other.ingesterId, other.tenantId)).toEqual([other.flowId]);
+
+    await publishConfigChange(t.redis, t.prefix, { kind: 'ingester', id: other.ingesterId, tenantId: other.tenantId });
+    await waitFor(async () => (await ids(cache, other.ingesterId, other.tenantId)).length === 0, { what: 'the ingester entry to be dropped' });
+  });
+
+  it('marks an empty filter as match-all and reports an invalid one', async () => {
+    const { tenantId } = await seedTenant(db.pool);
+    const ingesterId = await insertIngester(db.pool, tenantId);
+    const destinationId = await insertDestination(db.pool, tenantId);
+    const all = await insertFlow(db.pool, { tenantId, ingesterId, destinationId, filter: {} });
+    const bad = await insertFlow(db.pool, { tenantId, ingesterId, destinationId, filter: { jsonpath: '$[' } });
+    const invalid: string[] = [];
+    const cache = new FlowCache(db.pool, 0, (flowId) => invalid.push(flowId));
+    const flows = (await cache.get(new Map([[ingesterId, tenantId]]))).get(ingesterId)!;
+    expect(flows.find((f) => f.id === all)!.matchAll).toBe(true);
+    expect(flows.find((f) => f.id === bad)).toMatchObject({ matchAll: false, filter: { valid: false } });
+    expect(invalid).toEqual([bad]);
+  });
+});

@@ -1,0 +1,79 @@
+import { Client } from 'pg';
+import type { JobData } from '@hookline/queues';
+import { waitFor, type TestDatabase } from '@hookline/testing';
+import { RECOVERY_LOCK, recoverEvents, startRecoverySweeper, type RecoverDeps } from '../services/router/src/recover-events';
+import { insertDestination, insertEvent, insertFlow, insertIngester, openRouterTest, type RouterTestContext } from './router-fixtures';
+
+let t: RouterTestContext;
+let db: TestDatabase;
+let deps: RecoverDeps;
+let tenantId: string;
+let ingesterId: string;
+
+beforeAll(async () => {
+  t = await openRouterTest('rrecover');
+  ({ db, tenantId } = t);
+  deps = { pool: db.pool, producer: t.producer, logger: t.logger };
+  ingesterId = await insertIngester(db.pool, tenantId);
+  await insertFlow(db.pool, { tenantId, ingesterId, destinationId: await insertDestination(db.pool, tenantId) });
+});
+
+afterAll(() => t.close());
+
+beforeEach(async () => {
+  await t.producer.queue('route').obliterate({ force: true });
+  await db.pool.query(`UPDATE events SET status = 'filtered' WHERE status = 'validated'`);
+});
+
+const routeJobs = (): Promise<Array<JobData['route']>> => t.waitingJobs('route');
+
+describe('recoverEvents', () => {
+  it('re-enqueues only events left validated longer than the threshold', async () => {
+    const stale = await insertEvent(db.pool, { tenantId, ingesterId, ageMs: 60_000 });
+    await insertEvent(db.pool, { tenantId, ingesterId, ageMs: 0 });
+    await insertEvent(db.pool, { tenantId, ingesterId, ageMs: 60_000, status: 'filtered' });
+    await insertEvent(db.pool, { tenantId, ingesterId, ageMs: 60_000, status: 'received' });
+
+    const out = await recoverEvents(deps, { olderThanMs: 30_000, limit: 1000 });
+    expect(out).toEqual({ locked: true, eventIds: [stale], jobs: 1 });
+    expect(await routeJobs()).toEqual([{ v: 1, eventIds: [stale] }]);
+  });
+
+  it('splits into batches, honours the limit, oldest first, and adds no twin job on the next sweep', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await insertEvent(db.pool, { tenantId, ingesterId, ageMs: 100_000 - i * 1000 }));
+    const out = await recoverEvents(deps, { olderThanMs: 30_000, limit: 4, batchSize: 2 });
+    expect(out.eventIds).toEqual(ids.slice(0, 4));
+    expect(out.jobs).toBe(2);
+    const again = await recoverEvents(deps, { olderThanMs: 30_000, limit: 4, batchSize: 2 });
+    expect(again.jobs).toBe(2);
+    const jobs = await routeJobs();
+    expect(jobs.map((j) => j.eventIds).sort()).toEqual([ids.slice(0, 2), ids.slice(2, 4)].sort());
+  });
+
+  it('does nothing while another replica holds the sweep lock', async () => {
+    await insertEvent(db.pool, { tenantId, ingesterId, ageMs: 60_000 });
+    const other = new Client({ connectionString: process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test' });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query(`SELECT pg_advisory_xact_lock(hashtext($1 || ':' || $2))`, [db.schema, RECOVERY_LOCK]);
+      expect(await recoverEvents(deps, { olderThanMs: 30_000, limit: 10 })).toEqual({ locked: false, eventIds: [], jobs: 0 });
+      await other.query('COMMIT');
+      expect((await recoverEvents(deps, { olderThanMs: 30_000, limit: 10 })).eventIds).toHaveLength(1);
+    } finally {
+      await other.end();
+    }
+  });
+
+  it('the sweeper runs on its interval and stops', async () => {
+    const stale = await insertEvent(db.pool, { tenantId, ingesterId, ageMs: 60_000 });
+    const sweeper = startRecoverySweeper(deps, { intervalMs: 20, olderThanMs: 30_000, limit: 10 });
+    try {
+      await waitFor(async () => (await routeJobs()).length > 0, { what: 'a sweep', intervalMs: 20 });
+    } finally {
+      await sweeper.stop();
+    }
+    expect(await routeJobs()).toEqual([{ v: 1, eventIds: [stale] }]);
+  });
+});

@@ -1,0 +1,194 @@
+import type { JobData } from '@hookline/queues';
+import { seedTenant, type TestDatabase } from '@hookline/testing';
+import { FlowCache } from '../services/router/src/flow-cache';
+import { routeEvents, type RouteDeps } from '../services/router/src/route-events';
+import { deliveriesOf, eventState, insertDestination, insertEvent, insertFlow, insertIngester, openRouterTest, type RouterTestContext } from './router-fixtures';
+
+let t: RouterTestContext;
+let db: TestDatabase;
+let deps: RouteDeps;
+let tenantId: string;
+
+beforeAll(async () => {
+  t = await openRouterTest('router');
+  ({ db, tenantId } = t);
+  deps = { pool: db.pool, producer: t.producer, flows: new FlowCache(db.pool, 0), logger: t.logger };
+});
+
+afterAll(() => t.close());
+
+beforeEach(() => t.producer.queue('deliver').obliterate({ force: true }));
+
+const deliverJobs = (): Promise<Array<JobData['deliver']>> => t.waitingJobs('deliver');
+
+/** An ingester with one ACTIVE flow per filter given, each to its own ACTIVE destination. */
+async function ingesterWithFlows(...filters: unknown[]): Promise<{ ingesterId: string; flowIds: string[]; destinationIds: string[] }> {
+  const ingesterId = await insertIngester(db.pool, tenantId, 'stripe');
+  const flowIds: string[] = [];
+  const destinationIds: string[] = [];
+  for (const filter of filters) {
+    const destinationId = await insertDestination(db.pool, tenantId);
+    destinationIds.push(destinationId);
+    flowIds.push(await insertFlow(db.pool, { tenantId, ingesterId, destinationId, filter }));
+  }
+  return { ingesterId, flowIds, destinationIds };
+}
+
+describe('routeEvents', () => {
+  it('creates one pending delivery per matching flow, marks events filtered and enqueues one deliver job', async () => {
+    const a = await ingesterWithFlows({}, {});
+    const b = await ingesterWithFlows({});
+    const e1 = await insertEvent(db.pool, { tenantId, ingesterId: a.ingesterId });
+    const e2 = await insertEvent(db.pool, { tenantId, ingesterId: a.ingesterId });
+    const e3 = await insertEvent(db.pool, { tenantId, ingesterId: b.ingesterId });
+
+    const out = await routeEvents(deps, { eventIds: [e1, e2, e3], traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' });
+
+    expect(out).toMatchObject({ routed: 3, skipped: 0, unmatched: 0, enqueued: true });
+    const rows = await deliveriesOf(db.pool, [e1, e2, e3]);
+    expect(rows).toHaveLength(5);
+    expect(rows.every((r) => r.status === 'pending' && r.tenant_id === tenantId && r.id.startsWith('dlv_'))).toBe(true);
+    expect(rows.filter((r) => r.event_id === e1).map((r) => r.flow_id).sort()).toEqual([...a.flowIds].sort());
+    expect(rows.filter((r) => r.event_id === e3).map((r) => [r.flow_id, r.destination_id])).toEqual([[b.flowIds[0], b.destinationIds[0]]]);
+    for (const id of [e1, e2, e3]) {
+      const s = await eventState(db.pool, id);
+      expect(s.status).toBe('filtered');
+      expect(s.status_reason).toBeNull();
+      expect(s.filtered_at).toBeInstanceOf(Date);
+    }
+    const jobs = await deliverJobs();
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]!.v).toBe(1);
+    expect([...jobs[0]!.deliveryIds].sort()).toEqual(rows.map((r) => r.id).sort());
+    expect(jobs[0]!.traceparent).toBe('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01');
+  });
+
+  it('marks an event of an ingester without active flows filtered with no_matching_flow and creates nothing', async () => {
+    const { ingesterId } = await ingesterWithFlows();
+    const e = await insertEvent(db.pool, { tenantId, ingesterId });
+    const out = await routeEvents(deps, { eventIds: [e] });
+    expect(out).toMatchObject({ routed: 1, unmatched: 1, deliveryIds: [] });
+    expect(await eventState(db.pool, e)).toMatchObject({ status: 'filtered', status_reason: 'no_matching_flow' });
+    expect(await deliveriesOf(db.pool, [e])).toEqual([]);
+    expect(await deliverJobs()).toEqual([]);
+  });
+
+  it('marks an event every filter rejected with filter_rejected', async () => {
+    const { ingesterId } = await ingesterWithFlows({ event_types: ['charge.*'] }, { match: { 'body.data.amount': { $gt: 1000 } } });
+    const e = await insertEvent(db.pool, { tenantId, ingesterId, type: 'invoice.paid' });
+    await routeEvents(deps, { eventIds: [e] });
+    expect(await eventState(db.pool, e)).toMatchObject({ status: 'filtered', status_reason: 'filter_rejected' });
+    expect(await deliveriesOf(db.pool, [e])).toEqual([]);
+  });
+
+  it('uses only ACTIVE flows to ACTIVE destinations of the same tenant', async () => {
+    const ingesterId = await insertIngester(db.pool, tenantId);
+    const active = await insertDestination(db.pool, tenantId);
+    const other = await seedTenant(db.pool);
+    const flows = {
+      active: await insertFlow(db.pool, { tenantId, ingesterId, destinationId: active }),
+      disabledFlow: await insertFlow(db.pool, { tenantId, ingesterId, destinationId: active, state: 'DISABLED' }),
+      draftFlow: await insertFlow(db.pool, { tenantId, ingesterId, destinationId: active, state: 'DRAFT' }),
+      disabledDest: await insertFlow(db.pool, { tenantId, ingesterId, destinationId: await insertDestination(db.pool, tenantId, 'DISABLED') }),
+      deletedDest: await insertFlow(db.pool, { tenantId, ingesterId, destinationId: await insertDestination(db.pool, tenantId, 'DELETED') }),
+      foreignDest: await insertFlow(db.pool, { tenantId, ingesterId, destinationId: await insertDestination(db.pool, other.tenantId) }),
+    };
+    const e = await insertEvent(db.pool, { tenantId, ingesterId });
+    await routeEvents(deps, { eventIds: [e] });
+    expect((await deliveriesOf(db.pool, [e])).map((r) => r.flow_id)).toEqual([flows.active]);
+  });
+
+  it('creates nothing twice when a job is repeated, even concurrently', async () => {
+    const { ingesterId } = await ingesterWithFlows({}, {}, {});
+    const events = [await insertEvent(db.pool, { tenantId, ingesterId }), await insertEvent(db.pool, { tenantId, ingesterId })];
+    const [first, second] = await Promise.all([routeEvents(deps, { eventIds: events }), routeEvents(deps, { eventIds: events })]);
+    expect(first!.deliveryIds.length + second!.deliveryIds.length).toBe(6);
+    expect(first!.routed + second!.routed).toBe(2);
+
+    const again = await routeEvents(deps, { eventIds: [...events, events[0]!] });
+    expect(again).toMatchObject({ routed: 0, skipped: 2, deliveryIds: [] });
+    expect(await deliveriesOf(db.pool, events)).toHaveLength(6);
+    const jobs = await deliverJobs();
+    expect(jobs.flatMap((j) => j.deliveryIds).sort()).toEqual((await deliveriesOf(db.pool, events)).map((r) => r.id).sort());
+  });
+
+  it('skips events that are not validated and unknown ids', async () => {
+    const { ingesterId } = await ingesterWithFlows({});
+    const received = await insertEvent(db.pool, { tenantId, ingesterId, status: 'received' });
+    const delivered = await insertEvent(db.pool, { tenantId, ingesterId, status: 'delivered' });
+    const out = await routeEvents(deps, { eventIds: [received, delivered, 'evt_unknown'] });
+    expect(out).toMatchObject({ routed: 0, skipped: 3, deliveryIds: [] });
+    expect((await eventState(db.pool, received)).status).toBe('received');
+    expect(await deliverJobs()).toEqual([]);
+  });
+
+  it('fans out to every matching flow, one delivery per flow, also for flows sharing a destination', async () => {
+    const ingesterId = await insertIngester(db.pool, tenantId);
+    const d1 = await insertDestination(db.pool, tenantId);
+    const d2 = await insertDestination(db.pool, tenantId);
+    const d3 = await insertDestination(db.pool, tenantId);
+    const f = [
+      await insertFlow(db.pool, { tenantId, ingesterId, destinationId: d1 }),
+      await insertFlow(db.pool, { tenantId, ingesterId, destinationId: d2, filter: { event_types: ['invoice.*'] } }),
+      await insertFlow(db.pool, { tenantId, ingesterId, destinationId: d3, filter: { match: { type: 'invoice.paid' } } }),
+      await insertFlow(db.pool, { tenantId, ingesterId, destinationId: d3, filter: { jsonpath: '$.body.data' } }),
+      await insertFlow(db.pool, { tenantId, ingesterId, destinationId: d2, filter: { event_types: ['charge.*'] } }),
+    ];
+    const e = await insertEvent(db.pool, { tenantId, ingesterId, type: 'invoice.paid' });
+    const out = await routeEvents(deps, { eventIds: [e] });
+    const rows = await deliveriesOf(db.pool, [e]);
+    expect(rows.map((r) => r.flow_id).sort()).toEqual(f.slice(0, 4).sort());
+    expect(rows.map((r) => r.destination_id).sort()).toEqual([d1, d2, d3, d3].sort());
+    expect([...out.deliveryIds].sort()).toEqual(rows.map((r) => r.id).sort());
+  });
+});
+
+describe('routeEvents filters', () => {
+  const body = JSON.stringify({ id: 'evt_1', data: { object: { amount: 2500, currency: 'usd', customer: 'cus_9', lines: [{ sku: 'pro' }, { sku: 'addon' }] } } });
+  const cases: Array<[string, unknown, boolean]> = [
+    ['event type exact', { event_types: ['invoice.paid'] }, true],
+    ['event type wildcard', { event_types: ['invoice.*'] }, true],
+    ['event type other', { event_types: ['customer.*'] }, false],
+    ['match $gte', { match: { 'body.data.object.amount': { $gte: 2000 } } }, true],
+    ['match $lt', { match: { 'body.data.object.amount': { $lt: 2000 } } }, false],
+    ['match $in', { match: { 'body.data.object.currency': { $in: ['eur', 'usd'] } } }, true],
+    ['match array element', { match: { 'body.data.object.lines.sku': 'addon' } }, true],
+    ['match nested', { match: { body: { data: { object: { customer: { $startsWith: 'cus_' } } } } } }, true],
+    ['match missing field', { match: { 'body.data.object.refunded': true } }, false],
+    ['match $exists false', { match: { 'body.data.object.refunded': { $exists: false } } }, true],
+    ['match $or', { match: { $or: [{ type: 'x' }, { 'source.provider': 'stripe' }] } }, true],
+    ['match $not', { match: { $not: { 'headers.x-test': 'yes' } } }, false],
+    ['match header and query', { match: { 'headers.x-test': 'yes', 'query.env': 'prod' } }, true],
+    ['jsonpath filter', { jsonpath: '$.body.data.object[?(@.amount > 1000)]' }, true],
+    ['jsonpath filter rejects', { jsonpath: "$.body.data.object.lines[?(@.sku == 'enterprise')]" }, false],
+    ['jsonpath header', { jsonpath: "$.headers['x-test']" }, true],
+    ['all parts together', { event_types: ['invoice.*'], jsonpath: ['$.body.id'], match: { 'body.data.object.amount': { $gt: 0 } } }, true],
+  ];
+
+  it.each(cases)('%s', async (_name, filter, expected) => {
+    const { ingesterId } = await ingesterWithFlows(filter);
+    const e = await insertEvent(db.pool, { tenantId, ingesterId, type: 'invoice.paid', body, headers: { 'X-Test': 'yes', 'Content-Type': 'application/json' }, query: 'env=prod' });
+    const out = await routeEvents(deps, { eventIds: [e] });
+    expect(out.deliveryIds).toHaveLength(expected ? 1 : 0);
+    expect((await eventState(db.pool, e)).status_reason).toBe(expected ? null : 'filter_rejected');
+  });
+
+  it('filters form-encoded bodies (Twilio) as fields', async () => {
+    const { ingesterId } = await ingesterWithFlows({ match: { 'body.SmsStatus': 'delivered', 'body.From': { $startsWith: '+1' } } });
+    const e = await insertEvent(db.pool, { tenantId, ingesterId, contentType: 'application/x-www-form-urlencoded', body: 'SmsStatus=delivered&From=%2B15551234567' });
+    expect((await routeEvents(deps, { eventIds: [e] })).deliveryIds).toHaveLength(1);
+  });
+
+  it('treats a body that is not JSON as null', async () => {
+    const { ingesterId } = await ingesterWithFlows({ match: { body: { $eq: null } } }, { jsonpath: '$.body.a' });
+    const e = await insertEvent(db.pool, { tenantId, ingesterId, contentType: 'text/plain', body: 'a=1 not json' });
+    expect((await routeEvents(deps, { eventIds: [e] })).deliveryIds).toHaveLength(1);
+  });
+
+  it('an invalid stored filter matches nothing (fail closed) without failing the batch', async () => {
+    const { ingesterId } = await ingesterWithFlows({ match: { type: { $regex: '.*' } } }, {});
+    const e = await insertEvent(db.pool, { tenantId, ingesterId });
+    const out = await routeEvents(deps, { eventIds: [e] });
+    expect(out.deliveryIds).toHaveLength(1);
+  });
+});
