@@ -6,6 +6,8 @@ import { createProducer, createRedis, type Producer, type Redis } from '@hooklin
 import { createTestDatabase, flushPrefix, seedTenant, uniquePrefix, type SeededTenant, type TestDatabase } from '@hookline/testing';
 import { buildApp, type ApiApp } from '../services/api/src/app';
 import { loadApiConfig } from '../services/api/src/config';
+import { buildOpenApi } from '../services/api/src/openapi/build-openapi';
+import { createResponseChecker } from '../services/api/src/openapi/response-checker';
 
 export interface ApiResponse {
   status: number;
@@ -19,6 +21,8 @@ export interface CallOptions {
   body?: unknown;
   rawBody?: string;
   headers?: Record<string, string>;
+  /** Skip the OpenAPI conformance check (only for deliberately undocumented requests). */
+  unchecked?: boolean;
 }
 
 export interface ApiHarness {
@@ -31,11 +35,13 @@ export interface ApiHarness {
   api: ApiApp;
   call(method: string, path: string, opts?: CallOptions): Promise<ApiResponse>;
   tenant(opts?: Parameters<typeof seedTenant>[1]): Promise<SeededTenant>;
+  /** A second api process-equivalent on the same PostgreSQL and Redis (another replica). */
+  replica(): Promise<string>;
   close(): Promise<void>;
 }
 
 /** The api in-process on 127.0.0.1:0 over a private schema and queue prefix. */
-export async function startApi(label: string, env: Record<string, string> = {}): Promise<ApiHarness> {
+export async function startApi(label: string, env: Record<string, string> = {}, opts: { quiet?: boolean } = {}): Promise<ApiHarness> {
   const db = await createTestDatabase(label);
   const prefix = uniquePrefix(label);
   const config = loadApiConfig({
@@ -49,11 +55,21 @@ export async function startApi(label: string, env: Record<string, string> = {}):
   const prisma = createPrisma(db.url, 3);
   const redis = createRedis(config.REDIS_URL, 'producer');
   const producer = createProducer(redis, prefix);
-  const api = buildApp({ prisma, pool: db.pool, redis, producer, config, logger: createLogger('api-test', 'error') });
-  const server: Server = await new Promise((resolve) => {
-    const s = api.app.listen(0, '127.0.0.1', () => resolve(s));
-  });
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const logger = createLogger('api-test', 'error');
+  // Files that provoke 500s on purpose keep the output readable.
+  logger.silent = opts.quiet ?? false;
+  const api = buildApp({ prisma, pool: db.pool, redis, producer, config, logger });
+  const servers: Server[] = [];
+  const listen = async (a: ApiApp): Promise<string> => {
+    const server: Server = await new Promise((resolve) => {
+      const s = a.app.listen(0, '127.0.0.1', () => resolve(s));
+    });
+    servers.push(server);
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  };
+  const url = await listen(api);
+  // Every response of the api tests is checked against the served OpenAPI document.
+  const conformance = createResponseChecker(buildOpenApi(api.routes));
   return {
     url,
     db,
@@ -71,12 +87,20 @@ export async function startApi(label: string, env: Record<string, string> = {}):
       }
       const res = await fetch(`${url}${path}`, { method, headers, body });
       const text = await res.text();
-      return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+      const parsed = text ? JSON.parse(text) : undefined;
+      if (!opts.unchecked) {
+        const problems = conformance.check(method, path, res.status, parsed);
+        if (problems.length) throw new Error(`response does not match the OpenAPI document:\n${problems.join('\n')}\n${text.slice(0, 500)}`);
+      }
+      return { status: res.status, headers: res.headers, body: parsed };
     },
     tenant: (opts) => seedTenant(db.pool, opts),
+    replica: () => listen(buildApp({ prisma, pool: db.pool, redis, producer, config, logger })),
     async close() {
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
+      for (const server of servers) {
+        server.closeAllConnections();
+        await new Promise<void>((r) => server.close(() => r()));
+      }
       await producer.close();
       await flushPrefix(prefix);
       redis.disconnect();

@@ -8,7 +8,7 @@ import { flushPrefix, uniquePrefix } from '@hookline/testing';
 import { parseAllDocuments } from 'yaml';
 import { autoscalingProblems, connectionBudget } from '../deploy/checks/autoscaling-checks';
 import { kustomizeBuild, objectKey, REPO_ROOT, type K8sObject } from '../deploy/checks/kustomize-lite';
-import { envContractProblems, hardeningProblems, migrationProblems, probeProblems, schemaProblems, selectorProblems, shutdownProblems } from '../deploy/checks/manifest-checks';
+import { envContractProblems, hardeningProblems, imageProblems, migrationProblems, probeProblems, schemaProblems, selectorProblems, shutdownProblems } from '../deploy/checks/manifest-checks';
 import { workloads, type Workload } from '../deploy/checks/workloads';
 
 const BASE = resolve(REPO_ROOT, 'deploy/kustomize/base');
@@ -31,6 +31,7 @@ function allProblems(wls: Workload[], objects: K8sObject[]): string[] {
     ...hardeningProblems(wls),
     ...selectorProblems(wls, objects),
     ...migrationProblems(wls),
+    ...imageProblems(wls),
     ...autoscalingProblems(wls, objects),
   ];
 }
@@ -55,6 +56,10 @@ describe.each([
     const services = wls.filter((w) => w.kind === 'Deployment').map((w) => w.processes.find((p) => !p.init)?.service);
     for (const s of ['api', 'ingest', 'router', 'deliverer']) expect(services).toContain(s);
     expect(wls.filter((w) => w.kind === 'Job').map((w) => w.processes[0]?.entry)).toEqual(['scripts/migrate.ts']);
+  });
+
+  test('one image runs every Hookline process, init containers included', () => {
+    expect(imageProblems(wls)).toEqual([]);
   });
 
   test('every process gets each variable it requires, valid, and only variables it reads', () => {
@@ -151,14 +156,17 @@ describe('the checks find broken manifests', () => {
     expect(text).toMatch(/services\/routr\/src\/main\.ts does not exist/);
   });
 
-  test('a ScaledObject watching another queue, and a Deployment that pins replicas', async () => {
+  test('a ScaledObject watching another queue, a Deployment that pins replicas, a second image', async () => {
     const problems = await broken((o) => {
       const so = find(o, 'ScaledObject', 'hookline-deliverer') as unknown as { spec: { triggers: { metadata: Record<string, string> }[] } };
       so.spec.triggers[0]!.metadata.listName = '{hookline}:deliver:waiting';
       (find(o, 'Deployment', 'hookline-api').spec as { replicas?: number }).replicas = 3;
+      const router = find(o, 'Deployment', 'hookline-router') as unknown as { spec: { template: { spec: { initContainers: { image: string }[] } } } };
+      router.spec.template.spec.initContainers[0]!.image = 'hookline:older';
     });
     expect(problems.join('\n')).toMatch(/listName \{hookline\}:deliver:waiting, but hookline-deliverer consumes \{hookline\}:deliver:wait/);
     expect(problems.join('\n')).toMatch(/hookline-api: sets spec.replicas/);
+    expect(problems.join('\n')).toMatch(/Hookline processes run 2 images: .*hookline:older \(hookline-router\/wait-for-migrations\)/);
   });
 });
 

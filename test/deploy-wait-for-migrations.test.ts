@@ -2,7 +2,7 @@
 // migration of the image, and lets it go as soon as the migration Job has applied them.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from 'pg';
@@ -12,7 +12,10 @@ import { MIGRATIONS_DIR, pendingMigrations } from '../deploy/scripts/wait-for-mi
 
 const ROOT = resolve(__dirname, '..');
 const BASE_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
-const shipped = readdirSync(MIGRATIONS_DIR, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+const shipped = readdirSync(MIGRATIONS_DIR, { withFileTypes: true })
+  .filter((d) => d.isDirectory() && existsSync(join(MIGRATIONS_DIR, d.name, 'migration.sql')))
+  .map((d) => d.name)
+  .sort();
 
 function schemaUrl(schema: string): string {
   const u = new URL(BASE_URL);

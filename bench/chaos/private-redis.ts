@@ -21,6 +21,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     await waitFor(async () => {
       if (!child?.alive()) throw new Error(`redis-server exited: ${child?.tail()}`);
       const r = new IORedis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      r.on('error', () => undefined);
       try {
         await r.connect();
         return (await r.ping()) === 'PONG';

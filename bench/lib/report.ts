@@ -98,7 +98,7 @@ export function printSummary(r: BenchReport): void {
   for (const t of r.targets) console.log(`  ${t.pass === null ? '  -  ' : t.pass ? ' PASS' : ' MISS'}  ${t.name}: ${n(t.value)} (target ${t.target})`);
 }
 
-export function writeReport(r: BenchReport, out: string | null, prefix = ''): string {
+export function writeReport(r: { startedAt: string }, out: string | null, prefix = ''): string {
   const stamp = r.startedAt.replace(/[:.]/g, '-');
   const file = resolve(out ?? resolve(ROOT, 'bench/results', `${prefix}${stamp}.json`));
   mkdirSync(dirname(file), { recursive: true });

@@ -10,31 +10,29 @@ import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Namespace, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import type { K8sObject } from './kustomize-lite';
 
-interface Model {
-  validate(): void;
-}
+type ModelClass = new (data: never) => { validate(): void };
 
-const MODELS: Record<string, (o: K8sObject) => Model> = {
-  'v1/Namespace': (o) => new Namespace(o as never),
-  'v1/ConfigMap': (o) => new ConfigMap(o as never),
-  'v1/Secret': (o) => new Secret(o as never),
-  'v1/Service': (o) => new Service(o as never),
-  'v1/ServiceAccount': (o) => new ServiceAccount(o as never),
-  'apps/v1/Deployment': (o) => new Deployment(o as never),
-  'batch/v1/Job': (o) => new Job(o as never),
-  'policy/v1/PodDisruptionBudget': (o) => new PodDisruptionBudget(o as never),
-  'autoscaling/v2/HorizontalPodAutoscaler': (o) => new HorizontalPodAutoscaler(o as never),
-  'networking.k8s.io/v1/NetworkPolicy': (o) => new NetworkPolicy(o as never),
-  'keda.sh/v1alpha1/ScaledObject': (o) => new ScaledObject(o as never),
-  'keda.sh/v1alpha1/TriggerAuthentication': (o) => new TriggerAuthentication(o as never),
+const MODELS: Record<string, ModelClass> = {
+  'v1/Namespace': Namespace,
+  'v1/ConfigMap': ConfigMap,
+  'v1/Secret': Secret,
+  'v1/Service': Service,
+  'v1/ServiceAccount': ServiceAccount,
+  'apps/v1/Deployment': Deployment,
+  'batch/v1/Job': Job,
+  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
+  'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
+  'keda.sh/v1alpha1/ScaledObject': ScaledObject,
+  'keda.sh/v1alpha1/TriggerAuthentication': TriggerAuthentication,
 };
 
 /** The validation error of one object, or null when it is valid. */
 export function schemaError(o: K8sObject): string | null {
-  const make = MODELS[`${o.apiVersion}/${o.kind}`];
-  if (!make) return `${o.apiVersion}/${o.kind} has no registered model`;
+  const Model = MODELS[`${o.apiVersion}/${o.kind}`];
+  if (!Model) return `${o.apiVersion}/${o.kind} has no registered model`;
   try {
-    make(o).validate();
+    new Model(o as never).validate();
     return null;
   } catch (err) {
     return (err as Error).message;

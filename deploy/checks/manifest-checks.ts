@@ -5,7 +5,7 @@ import type { IContainer } from 'kubernetes-models/v1/Container';
 import { schemaError } from './k8s-models';
 import type { K8sObject } from './kustomize-lite';
 import { effectiveConfig, envProblems } from './process-env';
-import { mainProcess, type Workload } from './workloads';
+import { mainProcess, type Process, type Workload } from './workloads';
 
 export function schemaProblems(objects: K8sObject[]): string[] {
   return objects.flatMap((o) => {
@@ -40,23 +40,30 @@ function httpProbe(probe: IProbe | undefined, path: string, c: IContainer, liste
   return problems;
 }
 
-/** Readiness on /readyz, liveness (and startup) on /healthz, on the port the process listens on. */
-export function probeProblems(wls: Workload[]): string[] {
+type Config = Record<string, string | number | boolean>;
+
+/** Runs `check` on each Deployment whose main process would start, with its configuration. */
+function perDeployment(wls: Workload[], check: (w: Workload, p: Process, config: Config) => string[]): string[] {
   return wls
     .filter((w) => w.kind === 'Deployment')
     .flatMap((w) => {
       const p = mainProcess(w);
       const config = effectiveConfig(p.contract, p.resolved.env);
-      if (!config) return [];
-      const listen = Number(config.PORT);
-      const c = p.container;
-      const at = `Deployment/${w.name}`;
-      return [
-        ...httpProbe(c.readinessProbe, '/readyz', c, listen, `${at} readinessProbe`),
-        ...httpProbe(c.livenessProbe, '/healthz', c, listen, `${at} livenessProbe`),
-        ...(c.startupProbe ? httpProbe(c.startupProbe, '/healthz', c, listen, `${at} startupProbe`) : []),
-      ];
+      return config ? check(w, p, config) : [];
     });
+}
+
+/** Readiness on /readyz, liveness (and startup) on /healthz, on the port the process listens on. */
+export function probeProblems(wls: Workload[]): string[] {
+  return perDeployment(wls, (w, { container: c }, config) => {
+    const listen = Number(config.PORT);
+    const at = `Deployment/${w.name}`;
+    return [
+      ...httpProbe(c.readinessProbe, '/readyz', c, listen, `${at} readinessProbe`),
+      ...httpProbe(c.livenessProbe, '/healthz', c, listen, `${at} livenessProbe`),
+      ...(c.startupProbe ? httpProbe(c.startupProbe, '/healthz', c, listen, `${at} startupProbe`) : []),
+    ];
+  });
 }
 
 function preStopSeconds(c: IContainer): number {
@@ -68,17 +75,12 @@ function preStopSeconds(c: IContainer): number {
 
 /** The kubelet's SIGKILL comes after preStop + the process's own drain deadline. */
 export function shutdownProblems(wls: Workload[]): string[] {
-  return wls
-    .filter((w) => w.kind === 'Deployment')
-    .flatMap((w) => {
-      const p = mainProcess(w);
-      const config = effectiveConfig(p.contract, p.resolved.env);
-      if (config?.SHUTDOWN_TIMEOUT_MS === undefined) return [];
-      const drainMs = Number(config.SHUTDOWN_TIMEOUT_MS);
-      const graceS = w.pod.terminationGracePeriodSeconds ?? 30;
-      const needS = preStopSeconds(p.container) + drainMs / 1000;
-      return graceS > needS ? [] : [`Deployment/${w.name}: terminationGracePeriodSeconds ${graceS} must exceed preStop + SHUTDOWN_TIMEOUT_MS = ${needS} s`];
-    });
+  return perDeployment(wls, (w, p, config) => {
+    if (config.SHUTDOWN_TIMEOUT_MS === undefined) return [];
+    const graceS = w.pod.terminationGracePeriodSeconds ?? 30;
+    const needS = preStopSeconds(p.container) + Number(config.SHUTDOWN_TIMEOUT_MS) / 1000;
+    return graceS > needS ? [] : [`Deployment/${w.name}: terminationGracePeriodSeconds ${graceS} must exceed preStop + SHUTDOWN_TIMEOUT_MS = ${needS} s`];
+  });
 }
 
 /** Requests and limits everywhere; non-root, no privilege escalation, writable /tmp only. */
@@ -145,4 +147,20 @@ export function migrationProblems(wls: Workload[]): string[] {
     if (mainProcess(w).resolved.env.DATABASE_URL !== db) problems.push(`Deployment/${w.name}: uses another DATABASE_URL than the migration Job`);
   }
   return problems;
+}
+
+/**
+ * One image runs every Hookline process; in particular wait-for-migrations must run the
+ * same image as its service, or it waits for another image's migrations.
+ */
+export function imageProblems(wls: Workload[]): string[] {
+  const images = new Map<string, string[]>();
+  for (const w of wls) {
+    for (const p of w.processes) {
+      if (p.entry === 'hookline-edge') continue;
+      const image = p.container.image ?? '(none)';
+      images.set(image, [...(images.get(image) ?? []), `${w.name}/${p.container.name}`]);
+    }
+  }
+  return images.size === 1 ? [] : [`Hookline processes run ${images.size} images: ${[...images].map(([i, users]) => `${i} (${users.join(', ')})`).join('; ')}`];
 }

@@ -39,15 +39,15 @@ export function strategicMerge(target: Json | undefined, patch: Json | undefined
   }
   const keyOf = field ? MERGE_KEYS[field] : undefined;
   if (Array.isArray(patch) && Array.isArray(target) && keyOf) {
-    const out = [...target];
-    for (const item of patch) {
+    // As kubectl orders it: the patch's items in patch order, then the rest of the target's.
+    const keys = patch.map((item) => {
       const key = isObject(item) ? keyOf(item) : undefined;
       if (key === undefined) throw new Error(`strategic-merge: an item of ${field} has no merge key`);
-      const i = out.findIndex((x) => isObject(x) && keyOf(x) === key);
-      if (i < 0) out.push(item);
-      else out[i] = strategicMerge(out[i], item, undefined) ?? null;
-    }
-    return out;
+      return key;
+    });
+    const find = (key: string): Json | undefined => target.find((x) => isObject(x) && keyOf(x) === key);
+    const merged = patch.map((item, i) => strategicMerge(find(keys[i]!), item) ?? null);
+    return [...merged, ...target.filter((x) => !(isObject(x) && keys.includes(keyOf(x) ?? '')))];
   }
   return patch;
 }

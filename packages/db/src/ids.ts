@@ -16,6 +16,8 @@ export const ID_PREFIXES = {
   savedPayload: 'spl',
   audit: 'aud',
   request: 'req',
+  receipt: 'rcp',
+  merkleRoot: 'mrk',
 } as const;
 
 export type IdPrefix = (typeof ID_PREFIXES)[keyof typeof ID_PREFIXES];

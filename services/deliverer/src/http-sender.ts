@@ -133,7 +133,7 @@ export function createHttpSender(opts: HttpSenderOptions): HttpSender {
       const errorKind = s >= 200 && s < 300 ? null : s >= 300 && s < 400 ? 'redirect' : 'http_error';
       return done({ statusCode: s, errorKind, error: errorKind ? `HTTP ${s}` : null, responseBody, responseHeaders: pickHeaders(res.headers) });
     } catch (caught) {
-      const err = tlsAlerts.alertFor(caught) ?? caught;
+      const err = (url.protocol === 'https:' ? await tlsAlerts.alertFor(caught, Boolean(t.settings.mtls?.cert)) : null) ?? caught;
       return failure(errorKindOf(err, abort.signal.aborted), abort.signal.aborted ? `no answer within ${t.settings.timeoutMs} ms` : errorMessage(err));
     } finally {
       clearTimeout(timer);

@@ -34,10 +34,24 @@ export function createTlsAlertTracker(keepMs = 10_000) {
           callback(...args);
         });
     },
-    /** The TLS error behind an undici socket error, if one was seen on that connection. */
-    alertFor(err: unknown): Error | null {
-      const info = (err as { socket?: SocketInfo } | null)?.socket; console.log("ALERT", info, [...recent.keys()], err);
-      return info ? (recent.get(keyOf(info))?.err ?? null) : null;
+    /**
+     * The TLS error behind an undici socket error, if one is seen on that connection (the
+     * alert can be emitted just after undici gives up, so this waits up to `waitMs`). A
+     * Node server refuses an untrusted client certificate by closing without an alert: with
+     * a client certificate configured, a close before any response byte counts as that.
+     */
+    async alertFor(err: unknown, clientCert: boolean, waitMs = 50): Promise<Error | null> {
+      const e = err as { code?: string; socket?: SocketInfo & { bytesRead?: number } } | null;
+      const info = e?.socket;
+      if (!info || e.code !== 'UND_ERR_SOCKET') return null;
+      for (let waited = 0; ; waited += 5) {
+        const hit = recent.get(keyOf(info));
+        if (hit) return hit.err;
+        if (waited >= waitMs) break;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      if (!clientCert || info.bytesRead !== 0) return null;
+      return Object.assign(new Error('the server closed the TLS connection before answering (client certificate refused?)'), { code: 'ERR_TLS_CLOSED_BEFORE_RESPONSE' });
     },
   };
 }

@@ -25,15 +25,17 @@ export interface BatcherDeps {
 }
 
 export interface EventBatcher {
-  /** Resolves once the event is committed (or found to be a duplicate); rejects with a 503 AppError when PostgreSQL fails. */
-  submit(event: PendingEvent): Promise<WriteOutcome>;
+  /** Resolves once the event is committed (or found to be a duplicate); rejects with a 503 AppError when it was not stored. */
+  submit(event: PendingEvent): Promise<Exclude<WriteOutcome, { kind: 'retry' }>>;
   /** Resolves when every submitted event has been answered. */
   drain(): Promise<void>;
 }
 
+const unavailable = (): AppError => new AppError('service-unavailable', 'Events cannot be stored right now; retry later.', {}, { 'retry-after': '1' });
+
 interface Waiting {
   event: PendingEvent;
-  resolve(o: WriteOutcome): void;
+  resolve(o: Exclude<WriteOutcome, { kind: 'retry' }>): void;
   reject(e: unknown): void;
 }
 
@@ -101,22 +103,25 @@ export function createEventBatcher(deps: BatcherDeps, opts: BatcherOptions): Eve
       inFlight--;
       schedule();
       deps.logger.error('event batch not stored', { events: batch.length, error: (err as Error).message });
-      const unavailable = new AppError('service-unavailable', 'Events cannot be stored right now; retry later.', {}, { 'retry-after': '1' });
-      settle(batch, (w) => w.reject(unavailable));
+      settle(batch, (w) => w.reject(unavailable()));
       return;
     }
     // The slot is free as soon as PostgreSQL is done; the enqueue overlaps the next flush.
     inFlight--;
     schedule();
-    const fresh = outcomes.filter((o) => o.kind === 'accepted').map((o) => o.eventId);
+    const fresh = outcomes.flatMap((o) => (o.kind === 'accepted' ? [o.eventId] : []));
     if (fresh.length > 0) await enqueue(fresh);
-    settle(batch, (w, i) => w.resolve(outcomes[i]!));
+    settle(batch, (w, i) => {
+      const o = outcomes[i]!;
+      if (o.kind === 'retry') w.reject(unavailable());
+      else w.resolve(o);
+    });
   }
 
   return {
     submit(event) {
       open++;
-      return new Promise<WriteOutcome>((resolve, reject) => {
+      return new Promise((resolve, reject) => {
         waiting.push({ event, resolve, reject });
         schedule();
       });

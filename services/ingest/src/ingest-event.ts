@@ -47,7 +47,7 @@ const sha256 = (v: BinaryLike): string => createHash('sha256').update(v).digest(
  * unknown or inactive ingester, 403 address not allowed, 400 required header rule,
  * 401 signature (each with one ingest_rejections row), 503 PostgreSQL unavailable.
  */
-export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise<WriteOutcome> {
+export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise<Exclude<WriteOutcome, { kind: 'retry' }>> {
   const ing = await deps.cache.get(input.ingesterId).catch((err: Error) => {
     deps.logger.error('ingester lookup failed', { ingester_id: input.ingesterId, request_id: input.requestId, error: err.message });
     throw new AppError('service-unavailable', 'The endpoint cannot be resolved right now; retry later.', {}, { 'retry-after': '1' });

@@ -1,5 +1,6 @@
 import { AppError } from '@hookline/errors';
 import type { Pool } from '@hookline/db';
+import { resetDestinationHealthState } from '@hookline/queues';
 import type { AppContext } from '../context';
 import { announce } from '../lib/config-writes';
 
@@ -82,5 +83,10 @@ export async function changeState(app: AppContext, kind: LifecycleKind, tenantId
     return;
   }
   await transition(app.pool, kind, tenantId, id, t);
+  if (kind === 'destination' && t === 'enable') {
+    // A re-enabled destination starts with a clean slate: no auto-disable reason, closed breaker.
+    await app.pool.query('UPDATE destinations SET disabled_reason = NULL WHERE id = $1', [id]);
+    await resetDestinationHealthState(app.redis, app.config.QUEUE_PREFIX, id).catch(() => undefined);
+  }
   await announce(app, { kind, id, tenantId });
 }

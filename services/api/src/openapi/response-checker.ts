@@ -24,17 +24,24 @@ export function createResponseChecker(doc: Doc): ResponseCheck {
     ops,
   }));
   paths.sort((a, b) => b.literal - a.literal);
+  const compiled = new Map<string, ReturnType<typeof ajv.compile>>();
   return {
     check(method, path, status, body) {
       const pathname = path.split('?')[0]!;
-      const op = paths.find((p) => p.re.test(pathname) && p.ops[method.toLowerCase()])?.ops[method.toLowerCase()];
-      if (!op) throw new Error(`${method} ${pathname} is not in the OpenAPI document`);
+      const m = method.toLowerCase();
+      const entry = paths.find((p) => p.re.test(pathname) && p.ops[m]);
+      const op = entry?.ops[m];
+      if (!entry || !op) throw new Error(`${method} ${pathname} is not in the OpenAPI document`);
       const res = op.responses?.[String(status)];
       if (!res) return [`status ${status} is not documented for ${method} ${pathname}`];
       const media = res.content ? Object.values(res.content)[0] : undefined;
       if (!media?.schema) return body === undefined ? [] : [`${method} ${pathname} ${status} documents no body`];
-      const schema = JSON.parse(JSON.stringify(media.schema).replace(/"#\/components\//g, '"openapi#/components/')) as Doc;
-      const validate = ajv.compile(schema);
+      const key = `${m} ${entry.re.source} ${status}`;
+      let validate = compiled.get(key);
+      if (!validate) {
+        validate = ajv.compile(JSON.parse(JSON.stringify(media.schema).replace(/"#\/components\//g, '"openapi#/components/')) as Doc);
+        compiled.set(key, validate);
+      }
       return validate(body) ? [] : (validate.errors ?? []).map((e) => `${method} ${pathname} ${status}: ${e.instancePath || 'body'} ${e.message ?? ''}`);
     },
   };

@@ -1,0 +1,106 @@
+// The chaos run's provider: N events at a steady rate, round-robin over the hooks, each
+// retried with the same Idempotency-Key on a non-2xx answer or a connection error (as
+// providers do) until acknowledged or its deadline passes.
+import { Pool } from 'undici';
+
+export interface Ack {
+  seq: number;
+  hook: number;
+  eventId: string;
+  attempts: number;
+}
+
+export interface Outage {
+  from: number;
+  to: number;
+}
+
+export interface ChaosLoadResult {
+  acked: Map<number, Ack>;
+  unacked: number[];
+  statuses: Record<string, number>;
+  attempts: number;
+  /** 2xx answers to requests sent and answered entirely while PostgreSQL was down. */
+  okWhilePgDown: Array<{ seq: number; status: number; eventId: string }>;
+  sendSeconds: number;
+}
+
+export interface ChaosLoadOptions {
+  hookUrls: string[];
+  events: number;
+  rate: number;
+  runId: string;
+  /** Give up on one event after this long (it is then reported as not acknowledged). */
+  perEventDeadlineMs: number;
+  pgOutages: () => Outage[];
+  onProgress?: (sent: number, acked: number) => void;
+}
+
+export function chaosBody(seq: number, runId: string): string {
+  return JSON.stringify({ type: 'chaos.event', seq, run: runId, data: { note: 'x'.repeat(200) } });
+}
+
+export async function runChaosLoad(o: ChaosLoadOptions): Promise<ChaosLoadResult> {
+  const origin = new URL(o.hookUrls[0]!).origin;
+  const pool = new Pool(origin, { connections: 32, pipelining: 1, keepAliveTimeout: 10_000, connect: { timeout: 2000 } });
+  const acked = new Map<number, Ack>();
+  const unacked: number[] = [];
+  const statuses: Record<string, number> = {};
+  const okWhilePgDown: ChaosLoadResult['okWhilePgDown'] = [];
+  let attempts = 0;
+  const bump = (k: string): void => void (statuses[k] = (statuses[k] ?? 0) + 1);
+
+  const sendOne = async (seq: number): Promise<void> => {
+    const hook = seq % o.hookUrls.length;
+    const url = new URL(o.hookUrls[hook]!);
+    const body = chaosBody(seq, o.runId);
+    const deadline = Date.now() + o.perEventDeadlineMs;
+    for (let n = 1; ; n++) {
+      attempts++;
+      const sentAt = Date.now();
+      try {
+        const res = await pool.request({ path: url.pathname, method: 'POST', body, headers: { 'content-type': 'application/json', 'idempotency-key': `${o.runId}-${seq}` }, headersTimeout: 10_000, bodyTimeout: 10_000 });
+        const text = await res.body.text();
+        bump(String(res.statusCode));
+        if (res.statusCode >= 200 && res.statusCode < 300) {
+          const eventId = String((JSON.parse(text) as { event_id?: string }).event_id ?? '');
+          const doneAt = Date.now();
+          if (o.pgOutages().some((w) => sentAt >= w.from && doneAt <= w.to)) okWhilePgDown.push({ seq, status: res.statusCode, eventId });
+          acked.set(seq, { seq, hook, eventId, attempts: n });
+          return;
+        }
+      } catch (err) {
+        bump(`error:${(err as { code?: string }).code ?? 'unknown'}`);
+      }
+      if (Date.now() > deadline) {
+        unacked.push(seq);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, Math.min(2000, 100 * 2 ** Math.min(n, 5)) * (0.5 + Math.random())));
+    }
+  };
+
+  const start = Date.now();
+  const pending = new Set<Promise<void>>();
+  let sent = 0;
+  let lastProgress = start;
+  while (sent < o.events) {
+    const due = Math.min(o.events, Math.floor(((Date.now() - start) * o.rate) / 1000) + 1);
+    while (sent < due) {
+      const p = sendOne(sent++).finally(() => pending.delete(p));
+      pending.add(p);
+    }
+    if (o.onProgress && Date.now() - lastProgress >= 5000) {
+      lastProgress = Date.now();
+      o.onProgress(sent, acked.size);
+    }
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const sendSeconds = (Date.now() - start) / 1000;
+  while (pending.size) {
+    await Promise.race([Promise.all(pending), new Promise((r) => setTimeout(r, 5000))]);
+    o.onProgress?.(sent, acked.size);
+  }
+  await pool.close().catch(() => undefined);
+  return { acked, unacked, statuses, attempts, okWhilePgDown, sendSeconds };
+}

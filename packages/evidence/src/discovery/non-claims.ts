@@ -1,0 +1,36 @@
+/** Explicit non-claims, by category: what Hookline does not do or does not promise. */
+export const NON_CLAIMS: Readonly<Record<string, readonly string[]>> = {
+  delivery: [
+    'Exactly-once delivery is not offered; delivery is at-least-once and consumers must handle duplicates idempotently.',
+    'Private delivery through an edge plane is planned; no edge agent delivers events yet.',
+  ],
+  availability: [
+    'Multi-region failover is not offered.',
+    'No availability or latency SLA is claimed; figures in the repository are local measurements on one machine.',
+  ],
+  configuration: [
+    'Git-based configuration is not implemented (planned for v1.1).',
+    'Recovery from inconsistent state is not automatic; re-apply the desired state.',
+  ],
+  security: [
+    'Automatic certificate rotation is not offered; certificates are rotated manually.',
+    'Mutual TLS for MCP clients is not implemented; MCP authenticates with mcp_ API keys.',
+    'No external penetration test or security audit has been performed.',
+  ],
+  evidence: [
+    'Evidence is produced by a local mock harness (PostgreSQL, Redis and loopback receivers); nothing here is evidence of production operation.',
+    'Receipts are HMAC-keyed, not publicly signed, and Merkle roots are not anchored in an external transparency log.',
+    'The response hash in a receipt covers the stored, truncated response body.',
+  ],
+  compliance: [
+    'No compliance certification (SOC 2, ISO 27001, PCI DSS, HIPAA) is held or claimed; the compliance map is an internal readiness view.',
+  ],
+  api: [
+    'The public Customer API is a planned contract; /api/bff/v1 is internal and not a public contract.',
+    'MCP is a draft public contract; its tools may change.',
+  ],
+};
+
+export function allNonClaims(): string[] {
+  return Object.values(NON_CLAIMS).flat();
+}

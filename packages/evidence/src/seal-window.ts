@@ -1,0 +1,80 @@
+import { newId, withTransaction, type Pool } from '@hookline/db';
+import { signRecord } from './canonical';
+import type { EvidenceKey } from './evidence-key';
+import { merkleRoot } from './merkle';
+import type { MerkleRootRecord } from './receipt';
+
+export interface Window {
+  start: Date;
+  end: Date;
+}
+
+/** A root covers at most this many receipts; a busier window gets several roots. */
+const MAX_LEAVES = 50_000;
+
+/**
+ * Seals a tenant's unsealed receipts issued in [start, end) into one Merkle tree (leaves in
+ * id order) and stores its signed root; returns null when there is nothing to seal. The
+ * receipt rows are locked while sealing, so two sealers never put a receipt in two trees.
+ */
+export async function sealWindow(pool: Pool, key: EvidenceKey, tenantId: string, window: Window): Promise<MerkleRootRecord | null> {
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query<{ id: string; leaf_hash: string }>(
+      `SELECT id, leaf_hash FROM evidence_receipts
+        WHERE tenant_id = $1 AND merkle_root_id IS NULL AND issued_at >= $2 AND issued_at < $3
+        ORDER BY id LIMIT $4 FOR UPDATE`,
+      [tenantId, window.start, window.end, MAX_LEAVES],
+    );
+    if (!rows.length) return null;
+    const unsigned: MerkleRootRecord = {
+      v: 1,
+      id: newId('mrk'),
+      tenant_id: tenantId,
+      window_start: window.start.toISOString(),
+      window_end: window.end.toISOString(),
+      root_hash: merkleRoot(rows.map((r) => Buffer.from(r.leaf_hash, 'hex'))).toString('hex'),
+      leaf_count: rows.length,
+      created_at: new Date().toISOString(),
+      key_id: key.id,
+      signature: '',
+    };
+    const root = { ...unsigned, signature: signRecord(key.key, unsigned) };
+    await client.query(
+      `INSERT INTO merkle_roots (id, tenant_id, window_start, window_end, root_hash, leaf_count, key_id, signature, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      [root.id, tenantId, window.start, window.end, root.root_hash, root.leaf_count, key.id, root.signature, root.created_at],
+    );
+    await client.query(
+      `UPDATE evidence_receipts r SET merkle_root_id = $1, leaf_index = s.ord - 1
+         FROM unnest($2::text[]) WITH ORDINALITY AS s(id, ord) WHERE r.id = s.id`,
+      [root.id, rows.map((r) => r.id)],
+    );
+    return root;
+  });
+}
+
+/**
+ * Seals every (tenant, window) that has unsealed receipts and ended before `before`.
+ * Windows are aligned to multiples of `windowMs` since the epoch. Returns the new roots.
+ */
+export async function sealDueWindows(pool: Pool, key: EvidenceKey, opts: { windowMs: number; before: Date }): Promise<MerkleRootRecord[]> {
+  const end = new Date(Math.floor(opts.before.getTime() / opts.windowMs) * opts.windowMs);
+  const { rows } = await pool.query<{ tenant_id: string; w: string }>(
+    `SELECT tenant_id, floor(extract(epoch FROM issued_at) * 1000 / $1)::bigint AS w
+       FROM evidence_receipts WHERE merkle_root_id IS NULL AND issued_at < $2
+      GROUP BY 1, 2 ORDER BY 2, 1`,
+    [opts.windowMs, end],
+  );
+  const roots: MerkleRootRecord[] = [];
+  for (const r of rows) {
+    const start = new Date(Number(r.w) * opts.windowMs);
+    const window = { start, end: new Date(start.getTime() + opts.windowMs) };
+    for (;;) {
+      const root = await sealWindow(pool, key, r.tenant_id, window);
+      if (!root) break;
+      roots.push(root);
+      if (root.leaf_count < MAX_LEAVES) break;
+    }
+  }
+  return roots;
+}

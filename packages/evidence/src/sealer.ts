@@ -1,0 +1,83 @@
+import type { Pool } from '@hookline/db';
+import type { Logger } from '@hookline/logger';
+import type { EvidenceKey } from './evidence-key';
+import { issueReceipts } from './issue-receipts';
+import { sealDueWindows } from './seal-window';
+
+export interface SealerDeps {
+  pool: Pool;
+  logger: Logger;
+  key: EvidenceKey;
+  windowMs: number;
+  graceMs: number;
+}
+
+export interface SealerTick {
+  issued: number;
+  sealed: number;
+}
+
+export interface EvidenceSealer {
+  /** One issue + seal pass; null when another replica holds the lock. */
+  tick(now?: Date): Promise<SealerTick | null>;
+  stop(): Promise<void>;
+}
+
+// Attempts are written with ids minted when they were sent; an attempt can commit a while
+// after its id was minted, so each pass looks back this far past the previous pass.
+const LOOKBACK_MS = 10 * 60_000;
+
+/**
+ * Issues receipts for new delivery attempts and seals windows that have ended, every
+ * `intervalMs`, under a session advisory lock so one replica works at a time. The first
+ * pass scans every attempt (catching up after downtime); later passes look back a while.
+ */
+export function startEvidenceSealer(deps: SealerDeps, intervalMs: number): EvidenceSealer {
+  let lastPass: Date | null = null;
+  let running: Promise<unknown> = Promise.resolve();
+  let stopped = false;
+
+  const pass = async (now: Date): Promise<SealerTick | null> => {
+    const client = await deps.pool.connect();
+    try {
+      const lock = `hookline-evidence-sealer`;
+      const { rows } = await client.query<{ got: boolean }>(`SELECT pg_try_advisory_lock(hashtext(current_schema() || ':' || $1)) AS got`, [lock]);
+      if (!rows[0]?.got) return null;
+      try {
+        const since = lastPass ? new Date(lastPass.getTime() - LOOKBACK_MS) : undefined;
+        const issued = await issueReceipts(deps.pool, deps.key, { since, now });
+        const roots = await sealDueWindows(deps.pool, deps.key, { windowMs: deps.windowMs, before: new Date(now.getTime() - deps.graceMs) });
+        lastPass = now;
+        return { issued, sealed: roots.length };
+      } finally {
+        await client.query(`SELECT pg_advisory_unlock(hashtext(current_schema() || ':' || $1))`, [lock]);
+      }
+    } finally {
+      client.release();
+    }
+  };
+
+  const tick = (now = new Date()): Promise<SealerTick | null> => {
+    const p = running.then(() => pass(now));
+    running = p.catch(() => undefined);
+    return p;
+  };
+
+  const timer = setInterval(() => {
+    if (stopped) return;
+    tick().then(
+      (t) => t && (t.issued || t.sealed) && deps.logger.info('evidence sealed', { ...t }),
+      (err: Error) => deps.logger.error('evidence sealer pass failed', { err: err.message }),
+    );
+  }, intervalMs);
+  timer.unref();
+
+  return {
+    tick,
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

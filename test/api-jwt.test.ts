@@ -1,0 +1,86 @@
+import { createHmac } from 'node:crypto';
+import { newId } from '@hookline/db';
+import { hashPassword } from '@hookline/signing';
+import { waitFor } from '@hookline/testing';
+import { startApi, type ApiHarness } from './api-harness';
+
+const SECRET = 'test-jwt-secret-0123456789';
+let h: ApiHarness;
+beforeAll(async () => {
+  h = await startApi('apijwt', { JWT_SECRET: SECRET, JWT_EXPIRES_IN: '15m' });
+});
+afterAll(async () => {
+  await h.close();
+});
+
+const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+function sign(header: object, payload: object, key = SECRET, alg: 'sha256' | 'sha512' = 'sha256'): string {
+  const input = `${b64(header)}.${b64(payload)}`;
+  return `${input}.${createHmac(alg, key).update(input).digest('base64url')}`;
+}
+
+async function user(tenantId: string, email: string, password: string): Promise<string> {
+  const id = newId('usr');
+  await h.db.pool.query('INSERT INTO users (id, tenant_id, email, password_hash) VALUES ($1, $2, $3, $4)', [id, tenantId, email, await hashPassword(password)]);
+  return id;
+}
+
+describe('POST /auth/login and session JWTs', () => {
+  it('issues a tenant-scoped HS256 token that works as a Bearer credential', async () => {
+    const t = await h.tenant();
+    const uid = await user(t.tenantId, 'Owner@Example.test', 'correct horse');
+    const res = await h.call('POST', '/auth/login', { body: { email: 'owner@example.test', password: 'correct horse' } });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ token_type: 'Bearer', tenant_id: t.tenantId, user_id: uid });
+    const [header, payload] = res.body.token.split('.').slice(0, 2).map((p: string) => JSON.parse(Buffer.from(p, 'base64url').toString()));
+    expect(header.alg).toBe('HS256');
+    expect(payload).toMatchObject({ sub: uid, tid: t.tenantId, typ: 'session' });
+    expect(payload.exp - payload.iat).toBe(15 * 60);
+    expect(new Date(res.body.expires_at).getTime()).toBe(payload.exp * 1000);
+
+    const auth = { authorization: `Bearer ${res.body.token}` };
+    const made = await h.call('POST', `/v1/tenants/${t.tenantId}/ingesters`, { headers: auth, body: { name: 'via-jwt', provider: 'generic' } });
+    expect(made.status).toBe(201);
+    const other = await h.tenant();
+    expect((await h.call('GET', `/v1/tenants/${other.tenantId}/ingesters`, { headers: auth })).status).toBe(404);
+    // The audit log names the user.
+    const actors = await waitFor(async () => {
+      const { rows } = await h.db.pool.query(`SELECT actor FROM audit_logs WHERE tenant_id = $1 AND action = 'ingesters.create'`, [t.tenantId]);
+      return rows.length ? rows.map((r) => r.actor) : null;
+    });
+    expect(actors).toEqual([`user:${uid}`]);
+  });
+
+  it('refuses a wrong password and an unknown email alike', async () => {
+    const t = await h.tenant();
+    await user(t.tenantId, 'a@example.test', 'right');
+    const wrong = await h.call('POST', '/auth/login', { body: { email: 'a@example.test', password: 'wrong' } });
+    const unknown = await h.call('POST', '/auth/login', { body: { email: 'nobody@example.test', password: 'right' } });
+    expect([wrong.status, unknown.status]).toEqual([401, 401]);
+    expect(wrong.body.detail).toBe(unknown.body.detail);
+    expect((await h.call('POST', '/auth/login', { body: { email: 'a@example.test' } })).body.errors).toEqual([{ field: 'password', message: 'is required' }]);
+  });
+
+  it('refuses expired, tampered, alg=none and wrongly signed tokens', async () => {
+    const t = await h.tenant();
+    const uid = await user(t.tenantId, 'b@example.test', 'pw');
+    const now = Math.floor(Date.now() / 1000);
+    const claims = { sub: uid, tid: t.tenantId, typ: 'session', iat: now };
+    const path = `/v1/tenants/${t.tenantId}/ingesters`;
+    const use = (token: string) => h.call('GET', path, { headers: { authorization: `Bearer ${token}` } });
+
+    expect((await use(sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, exp: now + 60 }))).status).toBe(200);
+    expect((await use(sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now - 120, exp: now - 60 }))).status).toBe(401);
+
+    const good = sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, exp: now + 60 });
+    const [hd, , sig] = good.split('.');
+    const other = await h.tenant();
+    expect((await use(`${hd}.${b64({ ...claims, tid: other.tenantId, exp: now + 60 })}.${sig}`)).status).toBe(401);
+    expect((await use(`${b64({ alg: 'none', typ: 'JWT' })}.${b64({ ...claims, exp: now + 60 })}.`)).status).toBe(401);
+    expect((await use(sign({ alg: 'HS512', typ: 'JWT' }, { ...claims, exp: now + 60 }, SECRET, 'sha512'))).status).toBe(401);
+    expect((await use(sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, exp: now + 60 }, 'another-secret-entirely'))).status).toBe(401);
+    // A token whose user no longer exists is refused.
+    await h.db.pool.query('DELETE FROM users WHERE id = $1', [uid]);
+    expect((await use(good)).status).toBe(401);
+  });
+});
