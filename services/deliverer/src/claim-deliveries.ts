@@ -112,3 +112,8 @@ export async function releaseDeliveries(pool: Pool, leaseOwner: string, items: {
     [items.map((i) => i.id), items.map((i) => i.prevStatus), items.map((i) => Math.max(0, Math.round(i.delayMs))), leaseOwner],
   );
 }
+
+/** Extends the lease of everything a claim still holds (long batches outlive one lease). */
+export async function renewLeases(pool: Pool, leaseOwner: string, leaseMs: number): Promise<void> {
+  await pool.query(`UPDATE deliveries SET lease_until = now() + $2::float8 * interval '1 millisecond' WHERE lease_owner = $1 AND status = 'delivering'`, [leaseOwner, leaseMs]);
+}

@@ -3,7 +3,7 @@ import type { Pool } from '@hookline/db';
 import type { Logger } from '@hookline/logger';
 import type { JobData, Producer, Redis } from '@hookline/queues';
 import type { Breaker } from './circuit-breaker';
-import { claimDeliveries, releaseDeliveries } from './claim-deliveries';
+import { claimDeliveries, releaseDeliveries, renewLeases } from './claim-deliveries';
 import { destinationSettings, type DeliveryDefaults } from './destination-settings';
 import { gateDeliveries, groupBy, type Prepared } from './gate-deliveries';
 import type { HttpSender } from './http-sender';
@@ -93,7 +93,10 @@ export async function deliverBatch(deps: DeliverDeps, job: JobData['deliver']): 
   }
   if (allowed.length === 0) return summary;
 
-  const results = await Promise.all(allowed.map((p) => sendOne(deps, p, job.traceparent)));
+  // While requests are out, the lease is renewed, so recovery never takes back a delivery
+  // that is still in flight (a crashed process stops renewing).
+  const renewal = setInterval(() => void renewLeases(deps.pool, leaseOwner, deps.leaseMs).catch(() => undefined), Math.max(250, deps.leaseMs / 3));
+  const results = await Promise.all(allowed.map((p) => sendOne(deps, p, job.traceparent))).finally(() => clearInterval(renewal));
   const now = Date.now();
   const outcomes: Outcome[] = allowed.map((p, i) => {
     const result = results[i]!;

@@ -1,0 +1,18 @@
+export { leafHash, nodeHash, merkleRoot, inclusionPath, verifyInclusion } from './merkle';
+export { evidenceKey, type EvidenceKey } from './evidence-key';
+export { canonical, signRecord, checkSignature } from './canonical';
+export { receiptLeafHash, originOf, type Receipt, type MerkleRootRecord, type InclusionProof, type EvidenceBundle } from './receipt';
+export { issueReceipts, idFloor, type IssueOptions } from './issue-receipts';
+export { sealWindow, sealDueWindows, type Window } from './seal-window';
+export { inclusionProof, bundlesFor } from './inclusion-proof';
+export { verifyReceipt, type VerifyResult } from './verify-receipt';
+export { verifyBundles, bundlesIn, type BundleReport } from './verify-bundles';
+export { listReceipts, listMerkleRoots, evidenceFor, type Page, type ReceiptFilter } from './evidence-queries';
+export { startEvidenceSealer, type EvidenceSealer, type SealerDeps, type SealerTick } from './sealer';
+export { evidenceEnv } from './env';
+export { buildDiscovery, EVIDENCE_BASE, SECURITY_BASE, type Discovery, type DiscoveryOptions } from './discovery/discovery-documents';
+export { validateManifest, MANIFEST_SCHEMA } from './discovery/manifest-schema';
+export { PROOF_LEVELS, type CapabilityManifest, type ManifestCapability, type EvidenceScope } from './discovery/capability-manifest';
+export { NON_CLAIMS, allNonClaims } from './discovery/non-claims';
+export type { CapabilityDef, ProofStatus } from './discovery/capability-types';
+export type { ResolvedCapability } from './discovery/proof-status';

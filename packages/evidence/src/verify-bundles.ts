@@ -1,0 +1,36 @@
+import type { EvidenceBundle } from './receipt';
+import { verifyReceipt } from './verify-receipt';
+
+export interface BundleReport {
+  ok: boolean;
+  lines: string[];
+}
+
+/** Bundles from what the API answers: one bundle, an array, or `{ receipts: [...] }` / `{ evidence: [...] }`. */
+export function bundlesIn(doc: unknown): EvidenceBundle[] {
+  if (Array.isArray(doc)) return doc as EvidenceBundle[];
+  const o = (doc ?? {}) as Record<string, unknown>;
+  if (Array.isArray(o['receipts'])) return o['receipts'] as EvidenceBundle[];
+  if (Array.isArray(o['evidence'])) return o['evidence'] as EvidenceBundle[];
+  return o['receipt'] ? [o as unknown as EvidenceBundle] : [];
+}
+
+/** Verifies every bundle of a JSON document; with a key the HMACs are checked too. */
+export function verifyBundles(doc: unknown, key?: Buffer): BundleReport {
+  const bundles = bundlesIn(doc);
+  if (!bundles.length) return { ok: false, lines: ['FAIL no receipts found in the document'] };
+  const lines: string[] = [];
+  let ok = true;
+  for (const b of bundles) {
+    const id = b.receipt?.id ?? '(no id)';
+    if (!b.receipt || !b.proof || !b.root) {
+      ok = false;
+      lines.push(`FAIL ${id}: not sealed into a Merkle root yet (no proof); try again after the window is sealed`);
+      continue;
+    }
+    const r = verifyReceipt(b.receipt, b.proof, b.root, { key });
+    ok &&= r.valid;
+    lines.push(r.valid ? `ok   ${id}: leaf ${b.proof.leaf_index} of ${b.proof.tree_size} under root ${b.root.id} (${b.root.root_hash})${key ? ', HMACs checked' : ''}` : `FAIL ${id}: ${r.reason}`);
+  }
+  return { ok, lines };
+}
