@@ -2,6 +2,7 @@
 // generator, then the same measurements on two baselines; a table and a JSON report.
 import { ALL_PHASES, ALL_SYSTEMS, parseBenchOptions, type BenchOptions } from './lib/bench-options';
 import { startAfternoon, startBare, AFTERNOON_CONCURRENCY, type RunningSut } from './lib/baselines';
+import { bundleServices } from './lib/bundle';
 import { stopAll } from './lib/children';
 import { startHelper } from './lib/helper';
 import { startHookline } from './lib/hookline-sut';
@@ -23,7 +24,7 @@ async function measure(sut: RunningSut, into: SystemResults, o: BenchOptions, rx
   const from = Date.now();
   monitor.start();
   try {
-    if (o.phases.includes('ingest') || !sut.delivers) into.ingest = await ingestPhase(ctx, o.connections, o.saturationMs);
+    if (o.phases.includes('ingest') || !sut.delivers) into.ingest = await ingestPhase(ctx, o.fanouts[0] ?? 1, o.connections, o.saturationMs);
     if (!sut.delivers) return;
     if (o.phases.includes('e2e')) for (const f of o.fanouts) into.e2e[`f${f}`] = await e2ePhase(ctx, f, o.e2eConnections, o.durationMs, o.maxLag);
     if (o.phases.includes('latency'))
@@ -59,7 +60,8 @@ async function main(): Promise<void> {
 
   if (o.systems.includes('hookline')) {
     process.stderr.write('starting Hookline (migrations, api, ingest, router, deliverer)…\n');
-    const h = await startHookline({ databaseUrl: o.databaseUrl, redisUrl: o.redisUrl, env: o.serviceEnv, cpuProfDir: o.cpuProfDir, receiverUrl: rxUrl, fanouts: o.fanouts, destinationConfig });
+    const bundles = o.runtime === 'bundle' ? await bundleServices(SERVICES) : undefined;
+    const h = await startHookline({ databaseUrl: o.databaseUrl, redisUrl: o.redisUrl, env: o.serviceEnv, cpuProfDir: o.cpuProfDir, bundles, receiverUrl: rxUrl, fanouts: o.fanouts, destinationConfig });
     current = h;
     report.config['stackEnv'] = redact(h.stack.env);
     report.config['services'] = effectiveServiceConfig(SERVICES, h.stack.env);

@@ -59,6 +59,8 @@ describe('ingesters', () => {
     expect(fields).toEqual(expect.arrayContaining(['name', 'provider']));
     const none = await h.call('POST', `/v1/tenants/${t.tenantId}/ingesters`, { key: t.apiKey, body: { name: 'x' } });
     expect(none.body.errors).toEqual([{ field: 'provider', message: 'is required' }]);
+    const leaky = await h.call('POST', `/v1/tenants/${t.tenantId}/ingesters`, { key: t.apiKey, body: { name: 'x', provider: 'generic', config: { api_token: 'abc' } } });
+    expect(leaky.body.errors).toEqual([{ field: 'config.api_token', message: 'looks like a secret; use config.signing_secret' }]);
   });
 
   it('answers invalid JSON with a validation problem', async () => {
@@ -78,6 +80,9 @@ describe('ingesters', () => {
     expect(await h.prisma.ingester.count({ where: { tenantId: free.tenantId } })).toBe(0);
     const pro = await h.tenant({ plan: 'pro' });
     expect((await h.call('POST', `/v1/tenants/${pro.tenantId}/ingesters`, { key: pro.apiKey, body })).status).toBe(201);
+    const dedicated = await h.call('POST', `/v1/tenants/${pro.tenantId}/ingesters`, { key: pro.apiKey, body: { name: 'ded', provider: 'generic', config: { dedicated_ip: true } } });
+    expect(dedicated.status).toBe(403);
+    expect(dedicated.body).toMatchObject({ required_plan: 'business', current_plan: 'pro' });
   });
 
   it('updates with PUT, keeping secrets unless new ones are sent', async () => {

@@ -6,7 +6,6 @@ import { createProducer, createRedis, type Producer, type Redis } from '@hooklin
 import { createTestDatabase, flushPrefix, seedTenant, uniquePrefix, type SeededTenant, type TestDatabase } from '@hookline/testing';
 import { buildApp, type ApiApp } from '../services/api/src/app';
 import { loadApiConfig } from '../services/api/src/config';
-import { buildOpenApi } from '../services/api/src/openapi/build-openapi';
 import { createResponseChecker } from '../services/api/src/openapi/response-checker';
 
 export interface ApiResponse {
@@ -69,7 +68,7 @@ export async function startApi(label: string, env: Record<string, string> = {}, 
   };
   const url = await listen(api);
   // Every response of the api tests is checked against the served OpenAPI document.
-  const conformance = createResponseChecker(buildOpenApi(api.routes));
+  const conformance = createResponseChecker(api.openApi());
   return {
     url,
     db,

@@ -43,6 +43,25 @@ test('the sweep re-enqueues overdue deliveries and expired leases, once per RECO
   expect((await h.attempts(crashed.deliveryId)).map((a) => a.number)).toEqual([3]);
 });
 
+test('a long request keeps its lease renewed, so recovery does not take it back while in flight', async () => {
+  const slow = await startReceiver(() => ({ status: 200, delayMs: 2000 }));
+  try {
+    const short = h.replica({ DELIVERY_LEASE_MS: '1000' });
+    const d = await h.delivery((await h.destination(slow.url)).id);
+    const running = h.run([d.deliveryId], short.deps);
+    await new Promise((r) => setTimeout(r, 1500)); // past the first lease
+    const row = await h.db.pool.query(`SELECT status, lease_until > now() AS leased FROM deliveries WHERE id = $1`, [d.deliveryId]);
+    expect(row.rows[0]).toEqual({ status: 'delivering', leased: true });
+    const owner = (await h.row(d.deliveryId)).lease_owner;
+    await recoverDeliveries({ pool: h.db.pool, producer: h.deps.producer }, { afterMs: 0, batchSize: 100 });
+    expect(await h.row(d.deliveryId)).toMatchObject({ status: 'delivering', lease_owner: owner });
+    expect(await running).toMatchObject({ delivered: 1 });
+    expect(slow.requests).toHaveLength(1);
+  } finally {
+    await slow.close();
+  }
+});
+
 test('the deliverer process: Redis loses the job, the sweep delivers anyway; /readyz; SIGTERM exits 0', async () => {
   const dst = await h.destination(`${rx.url}/after-flush`);
   const { deliveryId } = await h.delivery(dst.id);

@@ -21,6 +21,7 @@ export interface BenchOptions {
   drainTimeoutMs: number;
   out: string | null;
   cpuProfDir: string | null;
+  runtime: 'tsx' | 'bundle';
   databaseUrl: string;
   redisUrl: string;
   serviceEnv: Record<string, string>;
@@ -39,10 +40,15 @@ const HELP = `pnpm bench [--quick] [--duration S] [--phases ingest,e2e,latency] 
   --max-lag N             end-to-end: most acknowledged-but-undelivered deliveries (default 20000)
   --payload BYTES         event body size (default 1024)
   --env K=V               extra env for the services (repeatable), e.g. --env DELIVERER_CONCURRENCY=32
-  --cpu-prof DIR          write V8 CPU profiles of the services into DIR
+  --cpu-prof DIR          write V8 CPU profiles of the services into DIR (read them with bench/profile-summary.ts)
+  --runtime tsx|bundle    services from TypeScript via tsx as shipped (default), or esbuild bundles on plain node
   --out FILE              JSON path (default bench/results/<timestamp>.json)`;
 
 const list = (s: string): number[] => s.split(',').map((x) => Number(x.trim())).filter((n) => Number.isFinite(n) && n > 0);
+
+function fail(message: string): never {
+  throw new Error(message);
+}
 
 function choose<T extends string>(what: string, given: string | undefined, all: readonly T[]): T[] {
   const picked = (given ?? all.join(',')).split(',').map((p) => p.trim()).filter(Boolean) as T[];
@@ -70,6 +76,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
       payload: { type: 'string', default: '1024' },
       env: { type: 'string', multiple: true, default: [] },
       'cpu-prof': { type: 'string' },
+      runtime: { type: 'string', default: 'tsx' },
       out: { type: 'string' },
     },
     strict: true,
@@ -103,6 +110,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
     drainTimeoutMs: q ? 30_000 : 180_000,
     out: values.out ?? null,
     cpuProfDir: values['cpu-prof'] ?? null,
+    runtime: values.runtime === 'bundle' ? 'bundle' : values.runtime === 'tsx' ? 'tsx' : fail(`--runtime must be tsx or bundle (got "${values.runtime}")`),
     databaseUrl: process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test',
     redisUrl: process.env.BENCH_REDIS_URL ?? process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
     serviceEnv,

@@ -37,17 +37,31 @@ export function onExitSync(fn: () => void): void {
   exitHooks.push(fn);
 }
 
+const interruptHooks = new Set<() => Promise<void>>();
+
 function hookExit(): void {
   if (hooked) return;
   hooked = true;
   process.on('exit', killAll);
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    process.on(sig, () => {
-      process.stderr.write(`\n${sig}: stopping ${live.size} child process(es)\n`);
+    process.once(sig, () => {
+      process.stderr.write(`\n${sig}: stopping ${live.size} child process(es) and cleaning up\n`);
       killAll();
-      process.exit(130);
+      // Async clean-ups (drop the run's schema, delete its Redis keys), 10 s at most.
+      const timer = setTimeout(() => process.exit(130), 10_000);
+      void Promise.allSettled([...interruptHooks].map((h) => h())).then(() => {
+        clearTimeout(timer);
+        process.exit(130);
+      });
     });
   }
+}
+
+/** An async clean-up for Ctrl-C; returns a function that unregisters it (normal close). */
+export function onInterrupt(fn: () => Promise<void>): () => void {
+  hookExit();
+  interruptHooks.add(fn);
+  return () => void interruptHooks.delete(fn);
 }
 
 /** Spawns a tracked child process; its output is kept (bounded) and optionally echoed. */

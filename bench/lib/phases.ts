@@ -45,14 +45,18 @@ export interface PhaseResult<L extends LoadResult = LoadResult> {
   deliveryLatencyMs?: LatencySummary;
 }
 
-/** Waits until `expected` more deliveries than `base` arrived, or progress stalls for 15 s. */
+/**
+ * Waits until `expected` more deliveries than `base` arrived and then none for a second
+ * (stragglers: requests still in flight when the generator stopped), or progress stalls
+ * for 15 s.
+ */
 export async function drain(ctx: PhaseCtx, base: number, expected: number): Promise<Drain> {
   const t0 = Date.now();
   let last = -1;
   let lastMove = Date.now();
   for (;;) {
     const got = (await ctx.monitor.delivered()) - base;
-    if (got >= expected) return { drained: true, ms: Date.now() - t0, expected, received: got };
+    if (got >= expected && got === last && Date.now() - lastMove >= 1000) return { drained: true, ms: lastMove - t0, expected, received: got };
     if (got !== last) {
       last = got;
       lastMove = Date.now();
@@ -68,14 +72,14 @@ function procsOf(ctx: PhaseCtx, from: number): Record<string, ProcSummary> {
 }
 
 /** Ingest at saturation: 2xx per second with `connections` keep-alive connections. */
-export async function ingestPhase(ctx: PhaseCtx, connections: number, durationMs: number): Promise<PhaseResult> {
-  ctx.monitor.setPhase(`${ctx.sut.name} ingest saturation, ${connections} connections`, durationMs);
+export async function ingestPhase(ctx: PhaseCtx, fanout: number, connections: number, durationMs: number): Promise<PhaseResult> {
+  ctx.monitor.setPhase(`${ctx.sut.name} ingest saturation, fan-out ${fanout}, ${connections} connections`, durationMs);
   const base = await ctx.monitor.delivered();
   const from = Date.now();
-  const load = await saturate({ url: ctx.sut.hookUrl(1), body: ctx.body }, connections, durationMs);
+  const load = await saturate({ url: ctx.sut.hookUrl(fanout), body: ctx.body }, connections, durationMs);
   const processes = procsOf(ctx, from);
   const result: PhaseResult = { load, processes };
-  if (ctx.sut.delivers) result.drain = await drain(ctx, base, load.ok2xx);
+  if (ctx.sut.delivers) result.drain = await drain(ctx, base, load.ok2xx * fanout);
   return result;
 }
 

@@ -6,7 +6,7 @@ import { resolve } from 'node:path';
 import { Client } from 'pg';
 import { createPool, migrate, parseDatabaseUrl, type Pool } from '@hookline/db';
 import { flushPrefix, freePort, waitFor } from '@hookline/testing';
-import { nodeTs, startChild, type Child } from './children';
+import { nodeTs, onInterrupt, startChild, type Child } from './children';
 
 export const SERVICES = ['api', 'ingest', 'router', 'deliverer'] as const;
 export type ServiceName = (typeof SERVICES)[number];
@@ -19,6 +19,8 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Write a V8 CPU profile of each service into this folder on exit. */
   cpuProfDir?: string;
+  /** Run these prebuilt bundles with plain node instead of the TypeScript sources via tsx. */
+  bundles?: Record<string, string>;
   readyTimeoutMs?: number;
 }
 
@@ -57,6 +59,13 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     ...opts.env,
   };
   const pool = createPool(url, 4);
+  const dropData = async (): Promise<void> => {
+    await flushPrefix(prefix, opts.redisUrl).catch(() => undefined);
+    const c = new Client({ connectionString: parseDatabaseUrl(url).connectionString });
+    await c.connect();
+    await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => c.end());
+  };
+  const unhook = onInterrupt(dropData);
   const children: Partial<Record<ServiceName, Child>> = {};
   if (opts.cpuProfDir) mkdirSync(opts.cpuProfDir, { recursive: true });
 
@@ -70,8 +79,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     apiUrl: `http://127.0.0.1:${ports.api}`,
     children,
     async start(name) {
-      const flags = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(opts.cpuProfDir)}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`] : [];
-      const [cmd, args] = nodeTs(`services/${name}/src/main.ts`, flags);
+      // One folder per service: the tsx loader's hooks thread writes a profile of its own.
+      const flags = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(opts.cpuProfDir, name)}`] : [];
+      const bundle = opts.bundles?.[name];
+      const [cmd, args] = bundle ? [process.execPath, [...flags, bundle]] : nodeTs(`services/${name}/src/main.ts`, flags);
       const child = startChild(name, cmd, args, { env: { ...process.env, ...env, PORT: String(ports[name]) } });
       children[name] = child;
       const base = `http://127.0.0.1:${ports[name]}`;
@@ -98,13 +109,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       return out;
     },
     async close(closeOpts = {}) {
+      unhook();
       await Promise.all(SERVICES.map((n) => stack.kill(n, 'SIGTERM')));
       await pool.end().catch(() => undefined);
-      if (closeOpts.keepData) return;
-      await flushPrefix(prefix, opts.redisUrl).catch(() => undefined);
-      const c = new Client({ connectionString: parseDatabaseUrl(url).connectionString });
-      await c.connect();
-      await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => c.end());
+      if (!closeOpts.keepData) await dropData();
     },
   };
   try {

@@ -62,3 +62,12 @@ export async function evidenceFor(pool: Pool, tenantId: string, resourceId: stri
   const { rows } = await pool.query<ReceiptRow>(`SELECT * FROM evidence_receipts WHERE tenant_id = $1 AND ${column} = $2 ORDER BY id LIMIT $3`, [tenantId, resourceId, limit]);
   return rows.length ? bundlesFor(pool, rows) : null;
 }
+
+/** The bundles of many deliveries at once (oldest attempt first), for a page of deliveries. */
+export async function receiptsByDelivery(pool: Pool, tenantId: string, deliveryIds: readonly string[]): Promise<Map<string, EvidenceBundle[]>> {
+  const out = new Map<string, EvidenceBundle[]>(deliveryIds.map((id) => [id, []]));
+  if (!deliveryIds.length) return out;
+  const { rows } = await pool.query<ReceiptRow>('SELECT * FROM evidence_receipts WHERE tenant_id = $1 AND delivery_id = ANY($2::text[]) ORDER BY id', [tenantId, deliveryIds]);
+  for (const b of await bundlesFor(pool, rows)) out.get(b.receipt.delivery_id)?.push(b);
+  return out;
+}

@@ -6,12 +6,25 @@ import { errorMiddleware, notFoundMiddleware } from './http/error.middleware';
 import { pipeline } from './http/pipeline';
 import { requestIdMiddleware } from './http/request-id.middleware';
 import { mountRoutes, type RouteDef } from './http/route';
+import { buildOpenApi, type ExtraPaths } from './openapi/build-openapi';
 import { allRoutes } from './routes';
+
+/**
+ * Something mounted beside the route list (e.g. the MCP surface): it gets the express app
+ * before the 404 handler, and documents its paths so /v1/openapi.json stays complete.
+ */
+export interface ApiPlugin {
+  name: string;
+  mount(app: Express, context: AppContext): void;
+  openApiPaths?: ExtraPaths;
+}
 
 export interface ApiApp {
   app: Express;
   context: AppContext;
   routes: readonly RouteDef[];
+  /** The document served at /v1/openapi.json. */
+  openApi(): Record<string, unknown>;
   /** After SIGTERM: /readyz answers 503 so load balancers stop sending traffic. */
   setDraining(): void;
 }
@@ -25,7 +38,7 @@ async function readiness(ctx: AppContext): Promise<Record<string, boolean>> {
 }
 
 /** Builds the control API from its deps (no listening, no env): tests run it in-process. */
-export function buildApp(deps: ApiDeps): ApiApp {
+export function buildApp(deps: ApiDeps, plugins: readonly ApiPlugin[] = []): ApiApp {
   setErrorsBase(deps.config.ERRORS_BASE_URL);
   const context: AppContext = { ...deps, box: createSecretBox(deps.config.SECRETS_KEY) };
   let draining = false;
@@ -49,11 +62,13 @@ export function buildApp(deps: ApiDeps): ApiApp {
     const ready = !draining && Object.values(checks).every(Boolean);
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', draining, checks });
   });
-  const routes = allRoutes();
+  const extraPaths: ExtraPaths = Object.assign({}, ...plugins.map((p) => p.openApiPaths ?? {}));
+  const routes = allRoutes(extraPaths);
   const router = express.Router();
   mountRoutes(router, context, routes, pipeline);
   app.use(router);
+  for (const plugin of plugins) plugin.mount(app, context);
   app.use(notFoundMiddleware);
   app.use(errorMiddleware(deps.logger));
-  return { app, context, routes, setDraining: () => (draining = true) };
+  return { app, context, routes, openApi: () => buildOpenApi(routes, extraPaths), setDraining: () => (draining = true) };
 }

@@ -10,6 +10,7 @@ import { flowRoutes } from './flows/flow.routes';
 import type { RouteDef } from './http/route';
 import { ingesterRoutes } from './ingesters/ingester.routes';
 import { rejectionRoutes } from './ingesters/rejection.routes';
+import type { ExtraPaths } from './openapi/build-openapi';
 import { openApiRoutes } from './openapi/openapi.routes';
 import { replayRoutes } from './replay/replay.routes';
 import { flatRoutes } from './runtime/flat.routes';
@@ -17,7 +18,7 @@ import { statusRoutes } from './runtime/status.routes';
 import { savedPayloadRoutes } from './saved-payloads/saved-payload.routes';
 
 /** Every route of the api, in one list: express mounts it and OpenAPI documents it. */
-export function allRoutes(): RouteDef[] {
+export function allRoutes(extraPaths: ExtraPaths = {}): RouteDef[] {
   const routes: RouteDef[] = [
     ...loginRoutes,
     ...ingesterRoutes,
@@ -35,6 +36,6 @@ export function allRoutes(): RouteDef[] {
     ...statusRoutes,
     ...bffRoutes,
   ];
-  routes.push(...openApiRoutes(() => routes));
+  routes.push(...openApiRoutes(() => routes, extraPaths));
   return routes;
 }

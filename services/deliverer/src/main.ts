@@ -31,6 +31,7 @@ async function main(): Promise<void> {
     },
     (err) => logger.error('deliver worker error', { error: err.message }),
   );
+  worker.worker.on('failed', (job, err) => logger.warn('deliver job failed; BullMQ retries it', { job_id: job?.id, attempts_made: job?.attemptsMade, error: err.message }));
   const recovery = every(config.RECOVERY_INTERVAL_MS, 'recovery sweep', logger, async () => {
     const n = await recoverDeliveries({ pool, producer }, { afterMs: config.RECOVERY_AFTER_MS, batchSize: config.RECOVERY_BATCH_SIZE });
     if (n) logger.info('re-enqueued stranded deliveries', { count: n });

@@ -117,3 +117,9 @@ export function buildDiscovery(opts: DiscoveryOptions): Discovery {
   documents[`${SECURITY_BASE}/security-gaps.json`] = doc('SecurityGaps', { horizon: 'post-v1', gaps: SECURITY_GAPS });
   return { generatedAt, capabilities, manifest, documents };
 }
+
+/** Builds the documents on first use and keeps them: they change only with the code. */
+export function cachedDiscovery(opts: DiscoveryOptions): () => Discovery {
+  let built: Discovery | undefined;
+  return () => (built ??= buildDiscovery(opts));
+}

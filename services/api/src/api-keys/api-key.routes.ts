@@ -93,13 +93,17 @@ export const apiKeyRoutes: AuthedRoute[] = [
     method: 'delete',
     path: `${BASE}/:kid`,
     operationId: 'apiKeys.revoke',
-    doc: { summary: 'Revoke an API key (effective immediately)', tag: TAG, response: keyView, errors: [404] },
+    doc: { summary: 'Revoke an API key (effective immediately)', description: 'A key holding scopes the caller lacks answers 403 permission-denied (resource_id).', tag: TAG, response: keyView, errors: [403, 404] },
     handler: async (ctx) => {
       const id = ctx.params['kid']!;
+      const target = await ctx.app.prisma.apiKey.findFirst({ where: { id, tenantId: ctx.tenantId, kind: 'api' } });
+      if (!target) throw AppError.notFound('API key');
+      // Object permission: a key cannot revoke a key that holds scopes it does not.
+      if (target.scopes.some((s) => !ctx.principal.scopes.has(s))) {
+        throw new AppError('permission-denied', 'This credential cannot revoke a key with scopes it does not hold.', { resource_id: id });
+      }
       await ctx.app.prisma.apiKey.updateMany({ where: { id, tenantId: ctx.tenantId, revokedAt: null }, data: { revokedAt: new Date() } });
-      const row = await ctx.app.prisma.apiKey.findFirst({ where: { id, tenantId: ctx.tenantId, kind: 'api' } });
-      if (!row) throw AppError.notFound('API key');
-      return ok(keyToView(row));
+      return ok(keyToView((await ctx.app.prisma.apiKey.findFirst({ where: { id, tenantId: ctx.tenantId } }))!));
     },
   },
 ];

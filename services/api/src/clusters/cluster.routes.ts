@@ -100,6 +100,7 @@ export const clusterRoutes: AuthedRoute[] = [
       summary: 'Cluster heartbeat (HMAC-signed by the cluster)',
       description: 'Signed with the key issued at enrollment: X-Service-Timestamp: <unix s>, X-Service-Signature: t=<unix s>,v1=<hex HMAC-SHA256(key, "<t>.<raw body>")>; outside SERVICE_SIGNATURE_TOLERANCE_SECONDS or wrong → 401.',
       tag: TAG,
+      status: 200,
       response: clusterView,
     },
     handler: async (ctx) => {

@@ -34,6 +34,8 @@ function prepare(tenant: TenantRef, body: IngesterBody): { provider: string; con
   if (body.provider && body.type && body.provider !== body.type) errors.push({ field: 'type', message: 'must equal provider when both are given' });
   const { signing_secret, signing_secrets, ...config } = body.config ?? {};
   if (signing_secret !== undefined && signing_secrets !== undefined) errors.push({ field: 'config.signing_secrets', message: 'cannot be combined with config.signing_secret' });
+  // Settings are stored and shown in clear: a secret-looking extra key belongs in signing_secret(s).
+  for (const k of Object.keys(config)) if (/secret|password|token|private/i.test(k)) errors.push({ field: `config.${k}`, message: 'looks like a secret; use config.signing_secret' });
   if (errors.length) throw AppError.validation(errors);
   if (config.ip_allowlist?.length) requirePlan(tenant.plan, 'pro', 'IP allowlisting');
   if (config.dedicated_ip) requirePlan(tenant.plan, 'business', 'Dedicated receive IPs');

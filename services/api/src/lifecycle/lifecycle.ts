@@ -28,8 +28,10 @@ type Queryable = Pick<Pool, 'query'>;
 export async function transition(db: Queryable, kind: LifecycleKind, tenantId: string, id: string, t: Transition): Promise<void> {
   const { from, to } = TRANSITIONS[t];
   const table = TABLE[kind];
+  // A destination that becomes ACTIVE again loses its auto-disable reason in the same statement.
+  const extra = kind === 'destination' && to === 'ACTIVE' ? ', disabled_reason = NULL' : '';
   const moved = await db.query(
-    `UPDATE ${table} SET state = $1::"LifecycleState", updated_at = now() WHERE id = $2 AND tenant_id = $3 AND state = ANY($4::"LifecycleState"[])`,
+    `UPDATE ${table} SET state = $1::"LifecycleState", updated_at = now()${extra} WHERE id = $2 AND tenant_id = $3 AND state = ANY($4::"LifecycleState"[])`,
     [to, id, tenantId, from],
   );
   if (moved.rowCount) return;
@@ -84,8 +86,7 @@ export async function changeState(app: AppContext, kind: LifecycleKind, tenantId
   }
   await transition(app.pool, kind, tenantId, id, t);
   if (kind === 'destination' && t === 'enable') {
-    // A re-enabled destination starts with a clean slate: no auto-disable reason, closed breaker.
-    await app.pool.query('UPDATE destinations SET disabled_reason = NULL WHERE id = $1', [id]);
+    // A re-enabled destination starts with a closed circuit breaker.
     await resetDestinationHealthState(app.redis, app.config.QUEUE_PREFIX, id).catch(() => undefined);
   }
   await announce(app, { kind, id, tenantId });

@@ -55,12 +55,16 @@ const plain = (summary: string, schema: Doc): Doc => ({
   responses: { 200: { description: 'OK', content: { 'application/json': { schema } } }, 503: { description: 'Not ready', content: { 'application/json': { schema } } } },
 });
 
-/** OpenAPI 3.1 for every route in the list, plus the probes and this document itself. */
-export function buildOpenApi(routes: readonly RouteDef[]): Doc {
+/** Path items mounted outside the route list (plugins), keyed by OpenAPI path. */
+export type ExtraPaths = Record<string, Record<string, unknown>>;
+
+/** OpenAPI 3.1 for every route in the list, plus the probes, plugins and this document itself. */
+export function buildOpenApi(routes: readonly RouteDef[], extra: ExtraPaths = {}): Doc {
   const paths: Record<string, Doc> = {
     '/healthz': { get: plain('Liveness', { type: 'object', required: ['status'] }) },
     '/readyz': { get: plain('Readiness: database and Redis answer, not draining', { type: 'object', required: ['status', 'checks'] }) },
   };
+  for (const [p, ops] of Object.entries(extra)) paths[p] = { ...paths[p], ...ops };
   for (const r of routes) (paths[toOpenApiPath(r.path)] ??= {})[r.method] = operation(r);
   return {
     openapi: '3.1.0',

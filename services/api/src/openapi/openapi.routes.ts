@@ -1,9 +1,9 @@
 import type { PublicRoute, RouteDef } from '../http/route';
 import { ok } from '../lib/format';
-import { buildOpenApi } from './build-openapi';
+import { buildOpenApi, type ExtraPaths } from './build-openapi';
 
 /** `/v1/openapi.json`, built once from the route list (it documents itself too). */
-export function openApiRoutes(routes: () => readonly RouteDef[]): PublicRoute[] {
+export function openApiRoutes(routes: () => readonly RouteDef[], extra: ExtraPaths = {}): PublicRoute[] {
   let doc: Record<string, unknown> | null = null;
   return [
     {
@@ -12,7 +12,7 @@ export function openApiRoutes(routes: () => readonly RouteDef[]): PublicRoute[] 
       path: '/v1/openapi.json',
       operationId: 'openapi.get',
       doc: { summary: 'This OpenAPI 3.1 document', tag: 'Health', response: { type: 'object', required: ['openapi', 'paths'] } },
-      handler: async () => ok((doc ??= buildOpenApi(routes()))),
+      handler: async () => ok((doc ??= buildOpenApi(routes(), extra))),
     },
   ];
 }

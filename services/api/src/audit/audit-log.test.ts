@@ -1,0 +1,35 @@
+import { outcomeOf, redactParams } from './audit-log';
+import { requestHash } from '../limits/idempotency';
+
+describe('redactParams', () => {
+  it('hides secrets at any depth and keeps only the names of headers', () => {
+    const out = redactParams({
+      name: 'x',
+      config: { signing_secret: 's', signing_secrets: ['a', 'b'], mtls: { cert: 'C', key: 'K' }, tolerance_seconds: 5 },
+      headers: { Authorization: 'Bearer t' },
+      password: 'p',
+      body: '{"card":"4242"}',
+    });
+    expect(out).toEqual({
+      name: 'x',
+      config: { signing_secret: '[redacted]', signing_secrets: '[redacted]', mtls: { cert: '[redacted]', key: '[redacted]' }, tolerance_seconds: 5 },
+      headers: { Authorization: '[redacted]' },
+      password: '[redacted]',
+      body: '[15 bytes]',
+    });
+  });
+
+  it('classifies outcomes by status', () => {
+    expect([outcomeOf(201), outcomeOf(409), outcomeOf(503)]).toEqual(['success', 'client_error', 'server_error']);
+  });
+});
+
+describe('requestHash', () => {
+  it('ignores key order but not values, paths or methods', () => {
+    const a = requestHash('post', '/v1/x', { a: 1, b: { c: [1, 2] } });
+    expect(requestHash('post', '/v1/x', { b: { c: [1, 2] }, a: 1 })).toBe(a);
+    expect(requestHash('post', '/v1/x', { a: 1, b: { c: [2, 1] } })).not.toBe(a);
+    expect(requestHash('put', '/v1/x', { a: 1, b: { c: [1, 2] } })).not.toBe(a);
+    expect(requestHash('post', '/v1/y', { a: 1, b: { c: [1, 2] } })).not.toBe(a);
+  });
+});

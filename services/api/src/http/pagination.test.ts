@@ -1,0 +1,44 @@
+import { encodeCursor, pageResult, readPage, readTimeRange } from './pagination';
+
+const id = (n: number) => `dlv_${String(n).padStart(26, '0')}`;
+
+describe('readPage', () => {
+  it('defaults to 20 in cursor mode and decodes cursors it issued', () => {
+    expect(readPage({})).toEqual({ limit: 20, mode: 'cursor', beforeId: null });
+    expect(readPage({ limit: '5', cursor: encodeCursor(id(7)) })).toEqual({ limit: 5, mode: 'cursor', beforeId: id(7) });
+    expect(readPage({ limit: '100', offset: '40' })).toEqual({ limit: 100, mode: 'offset', offset: 40 });
+  });
+
+  it('refuses out-of-range and foreign values, naming the parameter', () => {
+    const fields = (q: Record<string, unknown>) => {
+      try {
+        readPage(q);
+        return [];
+      } catch (err) {
+        return (err as { extras: { errors: { field: string }[] } }).extras.errors.map((e) => e.field);
+      }
+    };
+    expect(fields({ limit: '101' })).toEqual(['limit']);
+    expect(fields({ limit: '0' })).toEqual(['limit']);
+    expect(fields({ limit: 'ten' })).toEqual(['limit']);
+    expect(fields({ cursor: Buffer.from("1' OR 1=1").toString('base64url') })).toEqual(['cursor']);
+    expect(fields({ cursor: encodeCursor(id(1)), offset: '3' })).toEqual(['offset']);
+  });
+});
+
+describe('pageResult', () => {
+  it('cuts the look-ahead row and points the cursor at the last row shown', () => {
+    const rows = [5, 4, 3].map((n) => ({ id: id(n) }));
+    expect(pageResult(rows, { limit: 2, mode: 'cursor', beforeId: null })).toEqual({ items: rows.slice(0, 2), next_cursor: encodeCursor(id(4)) });
+    expect(pageResult(rows.slice(0, 2), { limit: 2, mode: 'cursor', beforeId: null }).next_cursor).toBeNull();
+    expect(pageResult(rows, { limit: 2, mode: 'offset', offset: 4 })).toEqual({ items: rows.slice(0, 2), next_cursor: null, next_offset: 6 });
+  });
+});
+
+describe('readTimeRange', () => {
+  it('reads ISO 8601 bounds and refuses anything else', () => {
+    expect(readTimeRange({ since: '2026-01-01T00:00:00Z' })).toEqual({ gte: new Date('2026-01-01T00:00:00Z') });
+    expect(readTimeRange({})).toBeUndefined();
+    expect(() => readTimeRange({ until: '1700000000' })).toThrow();
+  });
+});

@@ -1,0 +1,88 @@
+import * as z from 'zod';
+import { AppError } from '@hookline/errors';
+import { requireScope } from './mcp-auth';
+import { auditMcp } from './mcp-audit';
+import type { McpContext } from './mcp-deps';
+import { evidenceTools } from './tools/evidence-tools';
+import { operationsTools } from './tools/operations-tools';
+import { defineTool, type AnyTool } from './tools/tool-def';
+import { writeTools } from './tools/write-tools';
+
+/** The REST mirror: path, scope, purpose (SPEC.md, MCP evidence endpoints). */
+export const REST_MIRROR = [
+  { method: 'GET', path: '/v1/mcp/health', scope: 'mcp:read:health', description: 'service health with build/version metadata' },
+  { method: 'GET', path: '/v1/mcp/endpoints', scope: 'mcp:read:endpoints', description: 'available MCP endpoints and their scopes' },
+  { method: 'GET', path: '/v1/mcp/evidence/{id}', scope: 'mcp:read:evidence', description: 'evidence by endpoint/resource id' },
+  { method: 'GET', path: '/v1/mcp/deliveries/{id}/status', scope: 'mcp:read:deliveries', description: 'delivery status and outcome' },
+  { method: 'GET', path: '/v1/mcp/planes', scope: 'mcp:read:planes', description: 'operational planes and status' },
+  { method: 'GET', path: '/v1/mcp/logs/{id}', scope: 'mcp:read:logs', description: 'resource logs' },
+  { method: 'POST', path: '/v1/mcp/tools/{name}', scope: 'the scope or tool group of the tool', description: 'calls one MCP tool over plain HTTP' },
+  { method: 'POST', path: '/v1/mcp', scope: 'per tool', description: 'MCP Streamable HTTP endpoint (stateless, JSON responses)' },
+] as const;
+
+const accessOf = (t: AnyTool): { scope: string | null; tool_group: string | null } =>
+  'scope' in t.access ? { scope: t.access.scope, tool_group: null } : { scope: null, tool_group: t.access.group };
+
+/** Shared by the tool and GET /v1/mcp/endpoints: what is there and what this key may call. */
+export function endpointsReply(ctx: McpContext): Record<string, unknown> {
+  const { scopes, toolGroups } = ctx.principal;
+  return {
+    endpoints: REST_MIRROR.map((e) => ({ ...e })),
+    tools: MCP_TOOLS.map((t) => {
+      const a = accessOf(t);
+      return { name: t.name, ...a, enabled: a.scope ? scopes.has(a.scope) : toolGroups.has(a.tool_group ?? '') };
+    }),
+  };
+}
+
+const endpointsTool = defineTool({
+  name: 'list_mcp_endpoints',
+  title: 'List MCP endpoints',
+  description: 'The REST mirror endpoints with their scopes, and every tool with the scope or write group it needs and whether this key may call it.',
+  access: { scope: 'mcp:read:endpoints' },
+  input: {},
+  output: z.object({
+    endpoints: z.array(z.object({ method: z.string(), path: z.string(), scope: z.string(), description: z.string() })),
+    tools: z.array(z.object({ name: z.string(), scope: z.string().nullable(), tool_group: z.string().nullable(), enabled: z.boolean() })),
+  }),
+  run: async (ctx) => endpointsReply(ctx),
+});
+
+export const MCP_TOOLS: readonly AnyTool[] = [...evidenceTools, ...operationsTools, endpointsTool, ...writeTools];
+
+export function findTool(name: string): AnyTool | undefined {
+  return MCP_TOOLS.find((t) => t.name === name);
+}
+
+/**
+ * Runs a tool for an MCP key: a read tool needs its scope (403 insufficient-scope); a write
+ * tool needs its group enabled for the key (403 write-tool-disabled with tool_group). Every
+ * write call, refused or not, is audited.
+ */
+export async function runTool(ctx: McpContext, tool: AnyTool, args: Record<string, unknown>): Promise<Record<string, unknown>> {
+  if ('scope' in tool.access) {
+    requireScope(ctx.principal.scopes, tool.access.scope);
+    return tool.run(ctx, args);
+  }
+  const group = tool.access.group;
+  let status = 200;
+  try {
+    if (!ctx.principal.toolGroups.has(group)) {
+      throw new AppError('write-tool-disabled', `The ${group} tool group is disabled for this MCP key; a tenant administrator can enable it.`, { tool_group: group });
+    }
+    return await tool.run(ctx, args);
+  } catch (err) {
+    status = err instanceof AppError ? err.status : 500;
+    throw err;
+  } finally {
+    await auditMcp(ctx.deps.pool, {
+      tenantId: ctx.principal.tenantId,
+      actor: `mcp_key:${ctx.principal.keyId}`,
+      action: `mcp.${tool.name}`,
+      resourceId: tool.resourceOf?.(args) ?? null,
+      params: { tool: tool.name, tool_group: group, arguments: args },
+      status,
+      requestId: ctx.requestId,
+    }).catch((e: Error) => ctx.deps.logger.error('mcp audit write failed', { tool: tool.name, err: e.message }));
+  }
+}

@@ -1,0 +1,48 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Pool } from '@hookline/db';
+import type { Discovery } from '@hookline/evidence';
+import type { Logger } from '@hookline/logger';
+import type { Producer, Redis } from '@hookline/queues';
+
+/** A caller of the control API (not an MCP key), as the host application authenticated it. */
+export interface ApiCaller {
+  kind: string;
+  id: string;
+  tenantId: string;
+  scopes: ReadonlySet<string>;
+}
+
+/** What the MCP router needs; the api's main.ts (or a test) builds it. */
+export interface McpDeps {
+  pool: Pool;
+  redis: Redis;
+  producer: Producer;
+  logger: Logger;
+  /** QUEUE_PREFIX: configuration changes are announced on its channel. */
+  queuePrefix: string;
+  /** The discovery documents (capabilities, proofs, non-claims); built once by the caller. */
+  discovery: () => Discovery;
+  /** Version metadata for /v1/mcp/health. */
+  build: { version: string; commit: string | null };
+  /**
+   * Authenticates a control-API credential for MCP key management. The api passes its own
+   * `authenticate` (API keys and session JWTs); without it, `X-API-Key`/Bearer `hk_…` keys
+   * are looked up directly.
+   */
+  authenticateApiCaller?: (headers: IncomingHttpHeaders) => Promise<ApiCaller>;
+}
+
+/** One MCP call: who is calling (an MCP key), for which tenant, under which request id. */
+export interface McpPrincipal {
+  keyId: string;
+  tenantId: string;
+  scopes: ReadonlySet<string>;
+  /** Write tool groups enabled for this key. */
+  toolGroups: ReadonlySet<string>;
+}
+
+export interface McpContext {
+  deps: McpDeps;
+  principal: McpPrincipal;
+  requestId: string;
+}

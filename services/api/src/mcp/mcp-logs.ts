@@ -1,0 +1,57 @@
+import { AppError } from '@hookline/errors';
+import type { McpDeps } from './mcp-deps';
+
+export interface LogEntry {
+  at: string;
+  level: 'info' | 'warn' | 'error';
+  source: 'event' | 'delivery_attempt' | 'ingest_rejection' | 'audit';
+  message: string;
+  data: Record<string, unknown>;
+}
+
+// Each source as one SELECT of (at, level, source, message, data) for a resource id $1 of tenant $2.
+const ATTEMPTS = (where: string): string => `
+  SELECT a.started_at AS at, CASE WHEN a.status_code BETWEEN 200 AND 299 THEN 'info' WHEN a.status_code IS NULL THEN 'error' ELSE 'warn' END AS level,
+         'delivery_attempt' AS source,
+         'attempt ' || a.number || ' of ' || a.delivery_id || ': ' || COALESCE(a.status_code::text, COALESCE(a.error_kind, 'no response')) AS message,
+         jsonb_build_object('attempt_id', a.id, 'delivery_id', a.delivery_id, 'status_code', a.status_code, 'error_kind', a.error_kind, 'duration_ms', a.duration_ms) AS data
+    FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.tenant_id = $2 AND ${where}`;
+const AUDIT = `
+  SELECT created_at AS at, CASE WHEN outcome LIKE 'success%' THEN 'info' WHEN outcome LIKE 'client_error%' THEN 'warn' ELSE 'error' END AS level,
+         'audit' AS source, action || ' by ' || actor || ': ' || outcome AS message,
+         jsonb_build_object('audit_id', id, 'action', action, 'actor', actor, 'outcome', outcome, 'request_id', request_id) AS data
+    FROM audit_logs WHERE tenant_id = $2 AND resource_id = $1`;
+const EVENT = `
+  SELECT received_at AS at, CASE WHEN status IN ('failed', 'dlq_queued', 'rejected') THEN 'warn' ELSE 'info' END AS level, 'event' AS source,
+         'event ' || id || ' is ' || status || COALESCE(' (' || status_reason || ')', '') AS message,
+         jsonb_build_object('event_id', id, 'type', type, 'status', status, 'correlation_id', correlation_id) AS data
+    FROM events WHERE tenant_id = $2 AND id = $1`;
+const REJECTIONS = `
+  SELECT created_at AS at, 'warn' AS level, 'ingest_rejection' AS source, 'rejected: ' || reason_code AS message,
+         jsonb_build_object('rejection_id', id, 'reason_code', reason_code, 'detail', detail) AS data
+    FROM ingest_rejections WHERE tenant_id = $2 AND ingester_id = $1`;
+
+const BY_PREFIX: Record<string, { table: string; sources: string[] }> = {
+  dlv: { table: 'deliveries', sources: [ATTEMPTS('a.delivery_id = $1'), AUDIT] },
+  evt: { table: 'events', sources: [EVENT, ATTEMPTS('d.event_id = $1'), AUDIT] },
+  ing: { table: 'ingesters', sources: [REJECTIONS, AUDIT] },
+};
+
+/**
+ * Logs of one resource, newest first: delivery attempts, ingest rejections, the event's
+ * state, and audit entries. Ids of deliveries, events and ingesters must be the tenant's
+ * (else 404); any other id gets its audit entries.
+ */
+export async function logsFor(deps: McpDeps, tenantId: string, resourceId: string, opts: { level?: string; limit?: number } = {}): Promise<{ resource_id: string; entries: LogEntry[] }> {
+  const known = BY_PREFIX[resourceId.split('_')[0] ?? ''];
+  if (known) {
+    const { rows } = await deps.pool.query(`SELECT 1 FROM ${known.table} WHERE id = $1 AND tenant_id = $2`, [resourceId, tenantId]);
+    if (!rows.length) throw AppError.notFound('resource');
+  }
+  const sources = known?.sources ?? [AUDIT];
+  const { rows } = await deps.pool.query<Omit<LogEntry, 'at'> & { at: Date }>(
+    `SELECT * FROM (${sources.join(' UNION ALL ')}) l WHERE ($3::text IS NULL OR level = $3) ORDER BY at DESC LIMIT $4`,
+    [resourceId, tenantId, opts.level ?? null, opts.limit ?? 100],
+  );
+  return { resource_id: resourceId, entries: rows.map((r) => ({ ...r, at: r.at.toISOString() })) };
+}

@@ -1,0 +1,81 @@
+import * as z from 'zod';
+import { AppError } from '@hookline/errors';
+import { evidenceFor, listMerkleRoots, NON_CLAIMS, type ResolvedCapability } from '@hookline/evidence';
+import type { McpContext } from '../mcp-deps';
+import { bundleSchema, capabilitySchema, proofSchema, rootSchema } from './output-schemas';
+import { cursor, defineTool, limit, type AnyTool } from './tool-def';
+
+const EVIDENCE = { scope: 'mcp:read:evidence' };
+
+function proofsOf(ctx: McpContext, prefix: 'PROOF-' | 'TRUST-'): z.infer<typeof proofSchema>[] {
+  return ctx.deps
+    .discovery()
+    .capabilities.filter((c: ResolvedCapability) => c.def.proof_id.startsWith(prefix))
+    .map((c) => ({ proof_id: c.def.proof_id, capability_id: c.def.id, name: c.def.name, proof_status: c.status, evidence_refs: c.evidence_refs, missing: c.missing, integrity_ref: c.integrity_ref }));
+}
+
+const proofList = (name: string, prefix: 'PROOF-' | 'TRUST-', what: string): AnyTool =>
+  defineTool({
+    name,
+    title: `List ${what} proofs`,
+    description: `${prefix}001…${prefix}010: each ${what} proof with its status and the named tests that prove it (statuses are worked out from the tests present in this build).`,
+    access: EVIDENCE,
+    input: {},
+    output: z.object({ proofs: z.array(proofSchema) }),
+    run: async (ctx) => ({ proofs: proofsOf(ctx, prefix) }),
+  });
+
+export const evidenceTools: AnyTool[] = [
+  defineTool({
+    name: 'get_capabilities',
+    title: 'Get capabilities',
+    description: 'Runtime and trust capabilities of this build with their proof_status, evidence and non-claims (the capability manifest).',
+    access: EVIDENCE,
+    input: { family: z.enum(['runtime', 'trust', 'gap']).optional().describe('Only PROOF-, TRUST- or GAP- capabilities') },
+    output: z.object({ schema_version: z.string(), generated_at: z.string(), evidence_scope: z.string(), capabilities: z.array(capabilitySchema) }),
+    run: async (ctx, args) => {
+      const m = ctx.deps.discovery().manifest;
+      const prefix = args.family ? { runtime: 'PROOF-', trust: 'TRUST-', gap: 'GAP-' }[args.family] : '';
+      return { schema_version: m.schema_version, generated_at: m.generated_at, evidence_scope: m.evidence_scope, capabilities: m.capabilities.filter((c) => c.proof_id.startsWith(prefix)) };
+    },
+  }),
+  proofList('list_runtime_proofs', 'PROOF-', 'runtime'),
+  proofList('list_trust_proofs', 'TRUST-', 'trust'),
+  defineTool({
+    name: 'list_non_claims',
+    title: 'List non-claims',
+    description: 'What Hookline explicitly does not do or promise, by category.',
+    access: EVIDENCE,
+    input: { category: z.string().max(50).optional().describe(`One of: ${Object.keys(NON_CLAIMS).join(', ')}`) },
+    output: z.object({ categories: z.record(z.string(), z.array(z.string())) }),
+    run: async (_ctx, args) => {
+      if (args.category && !NON_CLAIMS[args.category]) throw AppError.validation([{ field: 'category', message: `must be one of ${Object.keys(NON_CLAIMS).join(', ')}` }]);
+      return { categories: args.category ? { [args.category]: [...NON_CLAIMS[args.category]!] } : Object.fromEntries(Object.entries(NON_CLAIMS).map(([k, v]) => [k, [...v]])) };
+    },
+  }),
+  defineTool({
+    name: 'list_merkle_evidence_refs',
+    title: 'List Merkle evidence references',
+    description: "The tenant's sealed Merkle roots over delivery receipts (window, root hash, leaf count, key id, signature), newest first.",
+    access: EVIDENCE,
+    input: { limit, cursor },
+    output: z.object({ merkle_roots: z.array(rootSchema), next_cursor: z.string().nullable() }),
+    run: async (ctx, args) => listMerkleRoots(ctx.deps.pool, ctx.principal.tenantId, args),
+  }),
+  defineTool({
+    name: 'get_evidence',
+    title: 'Get delivery evidence',
+    description: 'Receipts with inclusion proofs and roots for a receipt (rcp_), attempt (att_), delivery (dlv_), event (evt_) or root (mrk_) id; verify them with `pnpm evidence:verify`.',
+    access: EVIDENCE,
+    input: { id: z.string().regex(/^(rcp|att|dlv|evt|mrk)_[0-9a-z]{10,40}$/, 'an rcp_, att_, dlv_, evt_ or mrk_ id') },
+    output: z.object({ resource_id: z.string(), receipts: z.array(bundleSchema) }),
+    run: async (ctx, args) => evidenceReply(ctx, args.id),
+  }),
+];
+
+/** Shared by the tool and GET /v1/mcp/evidence/{id}. */
+export async function evidenceReply(ctx: McpContext, id: string): Promise<{ resource_id: string; receipts: unknown[] }> {
+  const receipts = await evidenceFor(ctx.deps.pool, ctx.principal.tenantId, id);
+  if (!receipts) throw AppError.notFound('evidence');
+  return { resource_id: id, receipts };
+}

@@ -1,0 +1,68 @@
+import * as z from 'zod';
+import { deliveryStatus, health, listDeliveries, planes, readiness } from '../mcp-queries';
+import { logsFor } from '../mcp-logs';
+import { deliverySchema, healthSchema, logEntrySchema, planeSchema } from './output-schemas';
+import { cursor, defineTool, idOf, limit, type AnyTool } from './tool-def';
+
+export const operationsTools: AnyTool[] = [
+  defineTool({
+    name: 'get_health',
+    title: 'Get service health',
+    description: 'Service health with build and version metadata.',
+    access: { scope: 'mcp:read:health' },
+    input: {},
+    output: healthSchema,
+    run: (ctx) => health(ctx.deps),
+  }),
+  defineTool({
+    name: 'get_readiness',
+    title: 'Get readiness',
+    description: "Readiness across domains: database, Redis, queue depths, and this tenant's evidence pipeline.",
+    access: { scope: 'mcp:read:health' },
+    input: {},
+    output: z.object({ status: z.enum(['ready', 'degraded']), domains: z.record(z.string(), z.looseObject({ ok: z.boolean() })) }),
+    run: (ctx) => readiness(ctx.deps, ctx.principal.tenantId),
+  }),
+  defineTool({
+    name: 'get_delivery_status',
+    title: 'Get delivery status',
+    description: 'Status and outcome of one delivery: attempts, last status code and error, next attempt, delivered or exhausted time.',
+    access: { scope: 'mcp:read:deliveries' },
+    input: { delivery_id: idOf('dlv') },
+    output: deliverySchema.extend({ outcome: z.string() }),
+    run: (ctx, args) => deliveryStatus(ctx.deps, ctx.principal.tenantId, args.delivery_id),
+  }),
+  defineTool({
+    name: 'list_deliveries',
+    title: 'List deliveries',
+    description: 'Deliveries of the tenant, newest first; status=exhausted lists the DLQ.',
+    access: { scope: 'mcp:read:deliveries' },
+    input: {
+      status: deliverySchema.shape.status.optional(),
+      event_id: idOf('evt').optional(),
+      destination_id: idOf('dst').optional(),
+      limit,
+      cursor,
+    },
+    output: z.object({ deliveries: z.array(deliverySchema), next_cursor: z.string().nullable() }),
+    run: (ctx, args) => listDeliveries(ctx.deps, ctx.principal.tenantId, args),
+  }),
+  defineTool({
+    name: 'list_planes',
+    title: 'List operational planes',
+    description: "The control plane, the delivery plane and the tenant's edge clusters, with their status.",
+    access: { scope: 'mcp:read:planes' },
+    input: {},
+    output: z.object({ planes: z.array(planeSchema) }),
+    run: (ctx) => planes(ctx.deps, ctx.principal.tenantId),
+  }),
+  defineTool({
+    name: 'get_logs',
+    title: 'Get resource logs',
+    description: 'Log entries of a resource, newest first: delivery attempts, ingest rejections, event state and audit entries.',
+    access: { scope: 'mcp:read:logs' },
+    input: { id: z.string().regex(/^[a-z]{3}_[0-9a-z]{10,40}$/, 'a resource id'), level: z.enum(['info', 'warn', 'error']).optional(), limit },
+    output: z.object({ resource_id: z.string(), entries: z.array(logEntrySchema) }),
+    run: (ctx, args) => logsFor(ctx.deps, ctx.principal.tenantId, args.id, args),
+  }),
+];

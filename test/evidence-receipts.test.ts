@@ -1,0 +1,193 @@
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { Client } from 'pg';
+import { parseDatabaseUrl } from '@hookline/db';
+import { createLogger } from '@hookline/logger';
+import {
+  canonical, evidenceFor, receiptsByDelivery, evidenceKey, inclusionPath, inclusionProof, issueReceipts, leafHash, listMerkleRoots, listReceipts, merkleRoot, nodeHash,
+  sealWindow, startEvidenceSealer, verifyInclusion, verifyReceipt, type EvidenceBundle,
+} from '@hookline/evidence';
+import { startReceiver, waitFor, type Receiver } from '@hookline/testing';
+import { createHarness, type Harness } from './deliverer-fixtures';
+
+const SECRETS_KEY = 'test-secrets-key-0123456789abcdef';
+const key = evidenceKey(SECRETS_KEY);
+const sha256 = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
+const run = promisify(execFile);
+
+// RFC 6962 §2.1, written recursively and independently of the implementation under test.
+function mth(leaves: Buffer[]): Buffer {
+  if (leaves.length === 1) return leaves[0]!;
+  let k = 1;
+  while (k * 2 < leaves.length) k *= 2;
+  return nodeHash(mth(leaves.slice(0, k)), mth(leaves.slice(k)));
+}
+function path(m: number, leaves: Buffer[]): Buffer[] {
+  if (leaves.length === 1) return [];
+  let k = 1;
+  while (k * 2 < leaves.length) k *= 2;
+  return m < k ? [...path(m, leaves.slice(0, k)), mth(leaves.slice(k))] : [...path(m - k, leaves.slice(k)), mth(leaves.slice(0, k))];
+}
+
+let h: Harness;
+let rx: Receiver;
+const sent: { deliveryId: string; eventId: string }[] = [];
+
+beforeAll(async () => {
+  h = await createHarness('evidence');
+  // The first request of each delivery fails, so one delivery has two attempts.
+  rx = await startReceiver((n) => (n === 1 ? { status: 500, body: 'nope' } : { status: 200, body: `thanks ${n}` }));
+  const dst = await h.destination(`${rx.url}/hooks/in?token=secret-in-query`);
+  for (const body of ['{"order":1}', '{"order":2}', '{"order":3}']) sent.push(await h.delivery(dst.id, { body }));
+  await h.run(sent.map((s) => s.deliveryId));
+  await waitFor(async () => {
+    await h.run([sent[0]!.deliveryId]);
+    return (await h.attempts(sent[0]!.deliveryId)).length === 2;
+  }, { what: 'the retry of the first delivery' });
+});
+
+afterAll(async () => {
+  await rx.close();
+  await h.close();
+});
+
+test('issues one signed receipt per attempt and seals them into a root whose proofs verify', async () => {
+  const pool = h.db.pool;
+  // The payload of the third event is gone before receipts are issued: its hash is null.
+  await pool.query('DELETE FROM event_payloads WHERE event_id = $1', [sent[2]!.eventId]);
+  expect(await issueReceipts(pool, key)).toBe(4);
+  expect(await issueReceipts(pool, key)).toBe(0);
+
+  const { receipts } = await listReceipts(pool, h.tenantId, { limit: 100 });
+  expect(receipts).toHaveLength(4);
+  const first = receipts.filter((b) => b.receipt.delivery_id === sent[0]!.deliveryId).sort((a, b) => a.receipt.attempt_number - b.receipt.attempt_number);
+  expect(first.map((b) => [b.receipt.outcome, b.receipt.status_code])).toEqual([['failed', 500], ['succeeded', 200]]);
+  // The hash of the body is the hash of the bytes the receiver got; the response hash is of the stored text.
+  const received = rx.requests.find((r) => r.body.toString() === '{"order":1}')!;
+  expect(first[0]!.receipt.request_body_sha256).toBe(sha256(received.body));
+  expect(first[0]!.receipt.response_body_sha256).toBe(sha256('nope'));
+  expect(first[0]!.receipt.destination_origin).toBe(rx.url);
+  expect(receipts.find((b) => b.receipt.delivery_id === sent[2]!.deliveryId)!.receipt.request_body_sha256).toBeNull();
+  expect(receipts.every((b) => b.proof === null && b.root === null)).toBe(true);
+
+  const root = await sealWindow(pool, key, h.tenantId, { start: new Date(0), end: new Date(Date.now() + 60_000) });
+  expect(root).not.toBeNull();
+  expect(root!.leaf_count).toBe(4);
+  expect(await sealWindow(pool, key, h.tenantId, { start: new Date(0), end: new Date(Date.now() + 60_000) })).toBeNull();
+
+  const sealed = (await listReceipts(pool, h.tenantId, { limit: 100 })).receipts;
+  const leaves = [...sealed].sort((a, b) => a.proof!.leaf_index - b.proof!.leaf_index).map((b) => Buffer.from(b.proof!.leaf_hash, 'hex'));
+  expect(root!.root_hash).toBe(mth(leaves).toString('hex'));
+  for (const b of sealed) {
+    expect(b.root).toEqual(root);
+    expect(verifyReceipt(b.receipt, b.proof!, b.root!, { key: key.key })).toEqual({ valid: true, checks: expect.any(Object) });
+  }
+  const one = await inclusionProof(pool, sealed[0]!.receipt.id, h.tenantId);
+  expect(one).toEqual(sealed[0]);
+  expect((await listMerkleRoots(pool, h.tenantId)).merkle_roots).toEqual([root]);
+  expect(await evidenceFor(pool, h.tenantId, sent[0]!.deliveryId)).toHaveLength(2);
+  expect(await evidenceFor(pool, h.tenantId, root!.id)).toHaveLength(4);
+  const byDelivery = await receiptsByDelivery(pool, h.tenantId, sent.map((s) => s.deliveryId));
+  expect(sent.map((s) => byDelivery.get(s.deliveryId)!.map((b) => b.receipt.attempt_number))).toEqual([[1, 2], [1], [1]]);
+  // Another tenant sees nothing of it.
+  expect(await inclusionProof(pool, sealed[0]!.receipt.id, 'ten_other')).toBeNull();
+  expect(await evidenceFor(pool, 'ten_other', sent[0]!.deliveryId)).toBeNull();
+});
+
+test('a tampered receipt, proof or root fails verification', async () => {
+  const { receipts } = await listReceipts(h.db.pool, h.tenantId, { limit: 100 });
+  const b = receipts.find((x) => x.receipt.status_code === 500)!;
+  const check = (x: EvidenceBundle, k = key.key) => verifyReceipt(x.receipt, x.proof!, x.root!, { key: k });
+  expect(check(b).valid).toBe(true);
+
+  const edited = check({ ...b, receipt: { ...b.receipt, status_code: 200, outcome: 'succeeded' } });
+  expect(edited).toMatchObject({ valid: false, reason: 'leaf_hash_matches_receipt failed' });
+  // Recomputing the leaf hash in the proof does not help: the path no longer leads to the root.
+  const forged = { ...b.receipt, status_code: 200 };
+  const relabelled = check({ ...b, receipt: forged, proof: { ...b.proof!, leaf_hash: leafHash(canonical(forged)).toString('hex') } });
+  expect(relabelled.valid).toBe(false);
+  expect(relabelled.checks['inclusion']).toBe(false);
+
+  const badPath = check({ ...b, proof: { ...b.proof!, audit_path: b.proof!.audit_path.map((p, i) => (i === 0 ? sha256(p) : p)) } });
+  expect(badPath).toMatchObject({ valid: false, reason: 'inclusion failed' });
+  const badIndex = check({ ...b, proof: { ...b.proof!, leaf_index: (b.proof!.leaf_index + 1) % b.proof!.tree_size } });
+  expect(badIndex.valid).toBe(false);
+  const badRoot = check({ ...b, root: { ...b.root!, root_hash: sha256('another tree') } });
+  expect(badRoot.valid).toBe(false);
+  const resigned = check({ ...b, root: { ...b.root!, leaf_count: 5 } });
+  expect(resigned.valid).toBe(false);
+  const wrongKey = check(b, evidenceKey('another-secrets-key-0123456789').key);
+  expect(wrongKey).toMatchObject({ valid: false, reason: 'receipt_signature failed' });
+  expect(wrongKey.checks['inclusion']).toBe(true);
+});
+
+test('Merkle trees match the RFC 6962 recursive definition for every size up to 33', () => {
+  for (let n = 1; n <= 33; n++) {
+    const leaves = Array.from({ length: n }, (_, i) => leafHash(`leaf ${i}`));
+    const root = merkleRoot(leaves);
+    expect(root.equals(mth(leaves))).toBe(true);
+    for (let i = 0; i < n; i++) {
+      const p = inclusionPath(leaves, i);
+      expect(p.map((x) => x.toString('hex'))).toEqual(path(i, leaves).map((x) => x.toString('hex')));
+      expect(verifyInclusion(leaves[i]!, i, n, p, root)).toBe(true);
+      if (n > 1) expect(verifyInclusion(leaves[i]!, (i + 1) % n, n, p, root)).toBe(false);
+      expect(verifyInclusion(leaves[i]!, i, n, p, merkleRoot([...leaves, leafHash('one more')]))).toBe(false);
+    }
+  }
+  // A leaf can never pose as an interior node (domain separation).
+  const two = [leafHash('a'), leafHash('b')];
+  expect(leafHash(Buffer.concat(two)).equals(merkleRoot(two))).toBe(false);
+});
+
+test('the sealer issues and seals under its lock, once', async () => {
+  const pool = h.db.pool;
+  const dst = await h.destination(`${rx.url}/later`);
+  const more = await h.delivery(dst.id, { body: '{"order":4}' });
+  await h.run([more.deliveryId]);
+  const sealer = startEvidenceSealer({ pool, logger: createLogger('evidence-test', 'error'), key, windowMs: 1000, graceMs: 100 }, 3_600_000);
+  const holder = new Client({ connectionString: parseDatabaseUrl(h.db.url).connectionString });
+  await holder.connect();
+  try {
+    await holder.query(`SELECT pg_advisory_lock(hashtext($1 || ':hookline-evidence-sealer'))`, [h.db.schema]);
+    expect(await sealer.tick()).toBeNull();
+    await holder.query(`SELECT pg_advisory_unlock(hashtext($1 || ':hookline-evidence-sealer'))`, [h.db.schema]);
+
+    const t = new Date();
+    // Issued now; its window has not ended yet, so nothing is sealed.
+    expect(await sealer.tick(t)).toEqual({ issued: 1, sealed: 0 });
+    expect(await sealer.tick(new Date(t.getTime() + 2_500))).toEqual({ issued: 0, sealed: 1 });
+    expect(await sealer.tick(new Date(t.getTime() + 5_000))).toEqual({ issued: 0, sealed: 0 });
+  } finally {
+    await holder.end();
+    await sealer.stop();
+  }
+  const [bundle] = (await evidenceFor(pool, h.tenantId, more.deliveryId))!;
+  expect(bundle!.root!.leaf_count).toBe(1);
+  expect(new Date(bundle!.root!.window_end).getTime() - new Date(bundle!.root!.window_start).getTime()).toBe(1000);
+  expect(verifyReceipt(bundle!.receipt, bundle!.proof!, bundle!.root!, { key: key.key }).valid).toBe(true);
+});
+
+test('the CLI verifies a bundle file and refuses a tampered one', async () => {
+  const bundles = (await listReceipts(h.db.pool, h.tenantId, { limit: 100 })).receipts.filter((b) => b.proof);
+  const dir = mkdtempSync(join(tmpdir(), 'evidence-'));
+  const good = join(dir, 'good.json');
+  const bad = join(dir, 'bad.json');
+  writeFileSync(good, JSON.stringify({ receipts: bundles }));
+  writeFileSync(bad, JSON.stringify({ ...bundles[0], receipt: { ...bundles[0]!.receipt, duration_ms: 1 } }));
+  const root = resolve(__dirname, '..');
+  const cli = (file: string, env: Record<string, string> = {}) =>
+    run(join(root, 'node_modules/.bin/tsx'), [join(root, 'packages/evidence/src/verify.cli.ts'), file], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env } }).then(
+      (r) => ({ code: 0, out: r.stdout }),
+      (e: { code: number; stdout: string }) => ({ code: e.code, out: e.stdout }),
+    );
+  const ok = await cli(good, { SECRETS_KEY });
+  expect(ok.code).toBe(0);
+  expect(ok.out.trim().split('\n')).toHaveLength(bundles.length);
+  expect(ok.out).toContain('HMACs checked');
+  expect(await cli(good, { SECRETS_KEY: 'not-the-key-that-signed-them' })).toMatchObject({ code: 1, out: expect.stringContaining('receipt_signature failed') });
+  expect(await cli(bad)).toMatchObject({ code: 1, out: expect.stringContaining('FAIL') });
+});

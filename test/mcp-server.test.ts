@@ -1,0 +1,135 @@
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { verifyReceipt, type EvidenceBundle } from '@hookline/evidence';
+import { MCP_SCOPES } from '@hookline/signing';
+import { callTool as call, mcpKey, seedTenantData, startMcp, TEST_EVIDENCE_KEY, type McpHarness, type TenantData } from './mcp-harness';
+
+let h: McpHarness;
+let mine: TenantData;
+let theirs: TenantData;
+let reader: { id: string; key: string };
+let client: Client;
+
+
+beforeAll(async () => {
+  h = await startMcp('mcpserver');
+  mine = await seedTenantData(h);
+  theirs = await seedTenantData(h);
+  reader = await mcpKey(h, mine.tenant);
+  client = await h.client(reader.key);
+});
+
+afterAll(async () => {
+  await h.close();
+});
+
+test('lists the tools with input and output schemas', async () => {
+  const { tools } = await client.listTools();
+  const names = tools.map((t) => t.name).sort();
+  expect(names).toEqual([
+    'get_capabilities', 'get_delivery_status', 'get_evidence', 'get_health', 'get_logs', 'get_readiness', 'list_deliveries', 'list_mcp_endpoints',
+    'list_merkle_evidence_refs', 'list_non_claims', 'list_planes', 'list_runtime_proofs', 'list_trust_proofs', 'replay_delivery', 'retry_event', 'set_destination_state',
+  ]);
+  for (const t of tools) {
+    expect(t.inputSchema.type).toBe('object');
+    expect(t.outputSchema?.type).toBe('object');
+    expect(t.description).toBeTruthy();
+  }
+  const retry = tools.find((t) => t.name === 'retry_event')!;
+  expect(retry.inputSchema.required).toEqual(['event_id']);
+  expect(retry._meta).toEqual({ 'hookline/access': { tool_group: 'retry', enabled_by_default: false } });
+  expect(tools.find((t) => t.name === 'get_delivery_status')!.annotations?.readOnlyHint).toBe(true);
+});
+
+test('read tools answer from the tenant data of the key', async () => {
+  const caps = await call(client, 'get_capabilities');
+  expect(caps.body.evidence_scope).toBe('local_mock_harness_only');
+  expect(caps.body.capabilities.find((c: { id: string }) => c.id === 'multi_region_failover').proof_status).toBe('not_claimed');
+  const runtime = await call(client, 'list_runtime_proofs');
+  expect(runtime.body.proofs.map((p: { proof_id: string }) => p.proof_id)).toEqual(Array.from({ length: 10 }, (_, i) => `PROOF-${String(i + 1).padStart(3, '0')}`));
+  const trust = await call(client, 'list_trust_proofs');
+  expect(trust.body.proofs.map((p: { proof_id: string }) => p.proof_id)).toEqual(Array.from({ length: 10 }, (_, i) => `TRUST-${String(i + 1).padStart(3, '0')}`));
+  expect((await call(client, 'list_non_claims', { category: 'availability' })).body.categories.availability).toContain('Multi-region failover is not offered.');
+  expect((await call(client, 'get_readiness')).body.domains.evidence).toMatchObject({ ok: true, unsealed_receipts: 0 });
+
+  const roots = (await call(client, 'list_merkle_evidence_refs')).body.merkle_roots;
+  expect(roots).toHaveLength(1);
+  expect(roots[0]).toMatchObject({ tenant_id: mine.tenant.tenantId, leaf_count: 3 });
+  const evidence = await call(client, 'get_evidence', { id: mine.exhaustedId });
+  expect(evidence.body.receipts).toHaveLength(2);
+  for (const b of evidence.body.receipts as EvidenceBundle[]) {
+    expect(b.receipt.outcome).toBe('failed');
+    expect(verifyReceipt(b.receipt, b.proof!, b.root!, { key: TEST_EVIDENCE_KEY.key }).valid).toBe(true);
+  }
+
+  expect((await call(client, 'get_delivery_status', { delivery_id: mine.exhaustedId })).body).toMatchObject({ id: mine.exhaustedId, status: 'exhausted', attempt_count: 2, outcome: 'all retries used; in the DLQ' });
+  const dlq = (await call(client, 'list_deliveries', { status: 'exhausted' })).body;
+  expect(dlq.deliveries.map((d: { id: string }) => d.id)).toEqual([mine.exhaustedId]);
+  const planes = (await call(client, 'list_planes')).body.planes;
+  expect(planes.map((p: { id: string }) => p.id)).toEqual(['control', 'delivery', mine.clusterId]);
+  expect(planes[2]).toMatchObject({ kind: 'edge_cluster', status: 'online' });
+  const logs = (await call(client, 'get_logs', { id: mine.exhaustedId })).body.entries;
+  expect(logs.map((e: { source: string; level: string }) => [e.source, e.level])).toEqual([['delivery_attempt', 'warn'], ['delivery_attempt', 'warn']]);
+  expect((await call(client, 'get_logs', { id: mine.ingesterId })).body.entries[0]).toMatchObject({ source: 'ingest_rejection', message: 'rejected: provider_verification_failed' });
+  expect((await call(client, 'get_health')).body).toMatchObject({ status: 'ok', version: '0.1.0-test', checks: { database: { ok: true }, redis: { ok: true } } });
+  const endpoints = (await call(client, 'list_mcp_endpoints')).body;
+  expect(endpoints.tools.find((t: { name: string }) => t.name === 'retry_event')).toEqual({ name: 'retry_event', scope: null, tool_group: 'retry', enabled: false });
+
+  // Another tenant's ids are not found, and bad arguments are refused by the input schema.
+  for (const [name, args] of [['get_delivery_status', { delivery_id: theirs.exhaustedId }], ['get_evidence', { id: theirs.exhaustedId }], ['get_logs', { id: theirs.eventId }]] as const) {
+    const r = await call(client, name, args);
+    expect(r).toMatchObject({ isError: true, body: { status: 404, type: expect.stringMatching(/\/not-found$/) } });
+  }
+  const bad = await client.callTool({ name: 'get_delivery_status', arguments: { delivery_id: 'nope' } });
+  expect(bad.isError).toBe(true);
+});
+
+test('refuses a missing key, a key without the mcp_ prefix and a revoked key with 401', async () => {
+  await expect(h.client()).rejects.toMatchObject({ code: 401 });
+  await expect(h.client(mine.tenant.apiKey)).rejects.toMatchObject({ code: 401 });
+  await expect(h.client(`mcp_${mine.tenant.apiKey.slice(3)}`)).rejects.toMatchObject({ code: 401 });
+  const doomed = await mcpKey(h, mine.tenant);
+  const live = await h.client(doomed.key);
+  expect((await call(live, 'get_health')).isError).toBe(false);
+  const revoked = await h.http('DELETE', `/v1/tenants/${mine.tenant.tenantId}/mcp-keys/${doomed.id}`, { headers: { 'x-api-key': mine.tenant.apiKey } });
+  expect(revoked.status).toBe(200);
+  await expect(live.callTool({ name: 'get_health', arguments: {} })).rejects.toMatchObject({ code: 401 });
+  await expect(h.client(doomed.key)).rejects.toMatchObject({ code: 401 });
+  const rest = await h.http('GET', '/v1/mcp/health', { headers: { 'x-mcp-api-key': doomed.key } });
+  expect(rest.status).toBe(401);
+  expect(rest.body).toMatchObject({ type: expect.stringMatching(/\/unauthorized$/), instance: rest.headers.get('x-request-id') });
+});
+
+test('a tool outside the scopes of the key answers 403 insufficient-scope', async () => {
+  const healthOnly = await mcpKey(h, mine.tenant, ['mcp:read:health']);
+  const c = await h.client(healthOnly.key);
+  expect((await call(c, 'get_health')).isError).toBe(false);
+  const denied = await call(c, 'get_delivery_status', { delivery_id: mine.exhaustedId });
+  expect(denied).toEqual({ isError: true, body: expect.objectContaining({ status: 403, type: expect.stringMatching(/\/insufficient-scope$/), required_scope: 'mcp:read:deliveries' }) });
+  expect((await call(c, 'get_capabilities')).body.required_scope).toBe('mcp:read:evidence');
+});
+
+test('the REST mirror checks each scope', async () => {
+  const routes: [string, string, (body: any) => void][] = [
+    ['/v1/mcp/health', 'mcp:read:health', (b) => expect(b).toMatchObject({ status: 'ok', version: '0.1.0-test' })],
+    ['/v1/mcp/endpoints', 'mcp:read:endpoints', (b) => expect(b.endpoints.map((e: { path: string }) => e.path)).toContain('/v1/mcp/logs/{id}')],
+    [`/v1/mcp/evidence/${mine.deliveredId}`, 'mcp:read:evidence', (b) => expect(b.receipts[0].receipt).toMatchObject({ delivery_id: mine.deliveredId, outcome: 'succeeded', status_code: 200 })],
+    [`/v1/mcp/deliveries/${mine.deliveredId}/status`, 'mcp:read:deliveries', (b) => expect(b).toMatchObject({ status: 'delivered', outcome: 'delivered' })],
+    ['/v1/mcp/planes', 'mcp:read:planes', (b) => expect(b.planes).toHaveLength(3)],
+    [`/v1/mcp/logs/${mine.eventId}?level=info`, 'mcp:read:logs', (b) => expect(b.entries.every((e: { level: string }) => e.level === 'info')).toBe(true)],
+  ];
+  const all = await mcpKey(h, mine.tenant, [...MCP_SCOPES]);
+  for (const [path, scope, check] of routes) {
+    const ok = await h.http('GET', path, { headers: { 'x-mcp-api-key': all.key } });
+    expect([path, ok.status]).toEqual([path, 200]);
+    check(ok.body);
+    const others = await mcpKey(h, mine.tenant, MCP_SCOPES.filter((s) => s !== scope));
+    const denied = await h.http('GET', path, { headers: { 'x-mcp-api-key': others.key } });
+    expect([path, denied.status, denied.body.required_scope]).toEqual([path, 403, scope]);
+    expect((await h.http('GET', path)).status).toBe(401);
+  }
+  expect((await h.http('GET', `/v1/mcp/deliveries/${theirs.deliveredId}/status`, { headers: { 'x-mcp-api-key': all.key } })).status).toBe(404);
+  expect((await h.http('GET', `/v1/mcp/evidence/${theirs.deliveredId}`, { headers: { 'x-mcp-api-key': all.key } })).status).toBe(404);
+  expect((await h.http('GET', '/v1/mcp/logs/evt_x?level=loud', { headers: { 'x-mcp-api-key': all.key } })).status).toBe(400);
+  expect((await h.http('POST', '/v1/mcp/tools/get_delivery_status', { headers: { 'x-mcp-api-key': all.key }, body: { delivery_id: mine.deliveredId } })).body.status).toBe('delivered');
+  expect((await h.http('GET', '/v1/mcp', { headers: { 'x-mcp-api-key': all.key } })).status).toBe(405);
+});

@@ -1,0 +1,128 @@
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { newId } from '@hookline/db';
+import { createRedis, onConfigChange, type ConfigChange } from '@hookline/queues';
+import { seedTenant, waitFor } from '@hookline/testing';
+import { callTool as call, mcpKey, seedTenantData, startMcp, type McpHarness, type TenantData } from './mcp-harness';
+import { insertEvent, insertFlow } from './router-fixtures';
+
+let h: McpHarness;
+let t: TenantData;
+let agent: { id: string; key: string };
+let client: Client;
+
+
+const keys = (tenantId: string) => `/v1/tenants/${tenantId}/mcp-keys`;
+const audit = async (action: string) =>
+  (await h.db.pool.query<{ actor: string; resource_id: string | null; outcome: string; params: any }>('SELECT actor, resource_id, outcome, params FROM audit_logs WHERE action = $1 ORDER BY id', [action])).rows;
+
+beforeAll(async () => {
+  h = await startMcp('mcpwrite');
+  t = await seedTenantData(h);
+  agent = await mcpKey(h, t.tenant);
+  client = await h.client(agent.key);
+});
+
+afterAll(async () => {
+  await h.close();
+});
+
+test('write tools answer 403 write-tool-disabled with their tool_group by default', async () => {
+  const calls: [string, Record<string, unknown>, string][] = [
+    ['retry_event', { event_id: t.eventId }, 'retry'],
+    ['replay_delivery', { delivery_id: t.exhaustedId }, 'replay'],
+    ['set_destination_state', { destination_id: t.destinationId, state: 'DISABLED' }, 'configuration'],
+  ];
+  for (const [name, args, group] of calls) {
+    const r = await call(client, name, args);
+    expect(r).toEqual({ isError: true, body: expect.objectContaining({ status: 403, type: expect.stringMatching(/\/write-tool-disabled$/), tool_group: group }) });
+    const rest = await h.http('POST', `/v1/mcp/tools/${name}`, { headers: { 'x-mcp-api-key': agent.key }, body: args });
+    expect(rest.status).toBe(403);
+    expect(rest.body).toMatchObject({ title: 'Write Tool Disabled', tool_group: group, instance: rest.headers.get('x-request-id') });
+  }
+  // Nothing changed, and the refusals are on record.
+  const { rows } = await h.db.pool.query('SELECT status FROM deliveries WHERE id = $1', [t.exhaustedId]);
+  expect(rows[0].status).toBe('exhausted');
+  expect((await audit('mcp.retry_event')).map((a) => [a.actor, a.outcome])).toEqual([[`mcp_key:${agent.id}`, 'client_error:403'], [`mcp_key:${agent.id}`, 'client_error:403']]);
+});
+
+test('an enabled retry group works and is audited', async () => {
+  const enabled = await h.http('PUT', `${keys(t.tenant.tenantId)}/${agent.id}/tool-groups/retry`, { headers: { 'x-api-key': t.tenant.apiKey } });
+  expect(enabled.status).toBe(200);
+  expect(enabled.body.tool_groups).toEqual(['retry']);
+  const c = await h.client(agent.key);
+  const r = await call(c, 'retry_event', { event_id: t.eventId });
+  expect(r).toEqual({ isError: false, body: { event_id: t.eventId, delivery_ids: [t.exhaustedId], status: 'pending' } });
+  const { rows } = await h.db.pool.query('SELECT status, next_attempt_at <= now() AS due FROM deliveries WHERE id = $1', [t.exhaustedId]);
+  expect(rows[0]).toEqual({ status: 'pending', due: true });
+  const jobs = await h.producer.queue('deliver').getJobs(['waiting', 'delayed']);
+  expect(jobs.map((j) => j.data)).toEqual([{ v: 1, deliveryIds: [t.exhaustedId] }]);
+  const last = (await audit('mcp.retry_event')).at(-1)!;
+  expect(last).toMatchObject({ actor: `mcp_key:${agent.id}`, resource_id: t.eventId, outcome: 'success:200', params: { tool: 'retry_event', tool_group: 'retry', arguments: { event_id: t.eventId } } });
+  // Nothing left to retry is a conflict; the other groups stay disabled.
+  expect((await call(c, 'retry_event', { event_id: t.eventId })).body).toMatchObject({ status: 409 });
+  expect((await call(c, 'replay_delivery', { delivery_id: t.deliveredId })).body).toMatchObject({ status: 403, tool_group: 'replay' });
+});
+
+test('an enabled replay group re-queues a retained delivery and refuses one without its payload', async () => {
+  await h.http('PUT', `${keys(t.tenant.tenantId)}/${agent.id}/tool-groups/replay`, { headers: { 'x-api-key': t.tenant.apiKey } });
+  const c = await h.client(agent.key);
+  expect((await call(c, 'replay_delivery', { delivery_id: t.deliveredId })).body).toEqual({ delivery_id: t.deliveredId, event_id: t.eventId, status: 'replaying' });
+  const { rows } = await h.db.pool.query(`SELECT d.status, d.replay_count, e.status AS event_status FROM deliveries d JOIN events e ON e.id = d.event_id WHERE d.id = $1`, [t.deliveredId]);
+  expect(rows[0]).toEqual({ status: 'replaying', replay_count: 1, event_status: 'replayed' });
+
+  const purged = await insertEvent(h.db.pool, { tenantId: t.tenant.tenantId, ingesterId: t.ingesterId, status: 'dlq_queued' });
+  await h.db.pool.query('DELETE FROM event_payloads WHERE event_id = $1', [purged]);
+  const flow = await insertFlow(h.db.pool, { tenantId: t.tenant.tenantId, ingesterId: t.ingesterId, destinationId: t.destinationId });
+  const gone = newId('dlv');
+  await h.db.pool.query(`INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, status) VALUES ($1, $2, $3, $4, $5, 'exhausted')`, [gone, t.tenant.tenantId, purged, flow, t.destinationId]);
+  expect((await call(c, 'replay_delivery', { delivery_id: gone })).body).toMatchObject({ status: 409, reason_code: 'payload_not_retained' });
+  expect((await audit('mcp.replay_delivery')).map((a) => a.outcome)).toEqual(['client_error:403', 'client_error:403', 'client_error:403', 'success:200', 'client_error:409']);
+});
+
+test('an enabled configuration group switches a destination and announces it', async () => {
+  await h.http('PUT', `${keys(t.tenant.tenantId)}/${agent.id}/tool-groups/configuration`, { headers: { 'x-api-key': t.tenant.apiKey } });
+  const sub = createRedis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', 'worker');
+  const heard: ConfigChange[] = [];
+  await onConfigChange(sub, h.prefix, (c) => heard.push(c));
+  try {
+    const c = await h.client(agent.key);
+    expect((await call(c, 'set_destination_state', { destination_id: t.destinationId, state: 'DISABLED' })).body).toEqual({ destination_id: t.destinationId, state: 'DISABLED', previous_state: 'ACTIVE' });
+    await waitFor(() => heard.length === 1, { what: 'the config change announcement' });
+    expect(heard[0]).toEqual({ kind: 'destination', id: t.destinationId, tenantId: t.tenant.tenantId });
+    expect((await call(c, 'set_destination_state', { destination_id: t.destinationId, state: 'ACTIVE' })).body.state).toBe('ACTIVE');
+  } finally {
+    sub.disconnect();
+  }
+});
+
+test('key management: create, enable a group, revoke; only with the right credential', async () => {
+  const tid = t.tenant.tenantId;
+  const api = { 'x-api-key': t.tenant.apiKey };
+  // A plain read key cannot manage keys; an admin MCP key can, within its own scopes.
+  expect((await h.http('GET', keys(tid), { headers: { 'x-mcp-api-key': agent.key } })).body).toMatchObject({ status: 403, required_scope: 'mcp:admin:keys' });
+  const admin = await mcpKey(h, t.tenant, ['mcp:admin:keys', 'mcp:read:health']);
+  const listed = await h.http('GET', keys(tid), { headers: { 'x-mcp-api-key': admin.key } });
+  expect(listed.body.mcp_keys.map((k: { id: string }) => k.id)).toEqual(expect.arrayContaining([agent.id, admin.id]));
+  expect(JSON.stringify(listed.body)).not.toContain(agent.key);
+  const beyond = await h.http('POST', keys(tid), { headers: { 'x-mcp-api-key': admin.key }, body: { name: 'x', scopes: ['mcp:read:logs'] } });
+  expect(beyond.body).toMatchObject({ status: 403, required_scope: 'mcp:read:logs' });
+  const child = await h.http('POST', keys(tid), { headers: { 'x-mcp-api-key': admin.key }, body: { name: 'child', scopes: ['mcp:read:health'] } });
+  expect(child.status).toBe(201);
+  expect(child.body.key).toMatch(/^mcp_/);
+  // Only a control-API credential with write:api-keys enables a write group.
+  expect((await h.http('PUT', `${keys(tid)}/${child.body.id}/tool-groups/retry`, { headers: { 'x-mcp-api-key': admin.key } })).body).toMatchObject({ status: 403, required_scope: 'write:api-keys' });
+  const readOnlyApi = await seedTenant(h.db.pool, { scopes: ['read:api-keys'] });
+  expect((await h.http('PUT', `${keys(readOnlyApi.tenantId)}/${child.body.id}/tool-groups/retry`, { headers: { 'x-api-key': readOnlyApi.apiKey } })).body).toMatchObject({ status: 403, required_scope: 'write:api-keys' });
+  const stranger = await seedTenant(h.db.pool);
+  expect((await h.http('PUT', `${keys(tid)}/${child.body.id}/tool-groups/retry`, { headers: { 'x-api-key': stranger.apiKey } })).status).toBe(404);
+  expect((await h.http('PUT', `${keys(stranger.tenantId)}/${child.body.id}/tool-groups/retry`, { headers: { 'x-api-key': stranger.apiKey } })).status).toBe(404);
+  expect((await h.http('PUT', `${keys(tid)}/${child.body.id}/tool-groups/delete-everything`, { headers: api })).status).toBe(400);
+  expect((await h.http('PUT', `${keys(tid)}/${child.body.id}/tool-groups/retry`, { headers: api })).body.tool_groups).toEqual(['retry']);
+  expect((await h.http('POST', keys(tid), { headers: api, body: { name: 'x', scopes: ['write:api-keys'] } })).status).toBe(400);
+
+  const revoked = await h.http('DELETE', `${keys(tid)}/${child.body.id}`, { headers: { 'x-mcp-api-key': admin.key } });
+  expect(revoked.body).toMatchObject({ id: child.body.id, tool_groups: [], revoked_at: expect.any(String) });
+  expect((await h.http('GET', '/v1/mcp/health', { headers: { 'x-mcp-api-key': child.body.key } })).status).toBe(401);
+  expect((await audit('mcp_keys.enable_tool_group')).map((a) => a.outcome)).toEqual([...Array(3).fill('success:200'), 'client_error:403', 'client_error:403', 'client_error:404', 'client_error:404', 'client_error:400', 'success:200']);
+  expect((await audit('mcp_keys.revoke')).at(-1)).toMatchObject({ actor: `mcp_key:${admin.id}`, resource_id: child.body.id, outcome: 'success:200' });
+});
