@@ -71,7 +71,7 @@ async function main(): Promise<number> {
   log('waiting for quiescence…');
   const quiet = await waitQuiescent(stack.pool, async () => (await rx.ipc.call<{ requests: number }>('summary')).requests, o.settleTimeoutMs, log);
   const dump = await rx.ipc.call<{ requests: number; records: Array<[string, DeliveryRecord]> }>('dump', undefined, 120_000);
-  const verdict = await verify(stack.pool, api, hooks, load, dump, runId);
+  const verdict = await verify(stack.pool, api, hooks, load, dump, runId, faultLogs);
   const pass = verdict.pass && quiet.quiescent;
   const report = {
     kind: 'hookline-chaos',
@@ -89,6 +89,7 @@ async function main(): Promise<number> {
   log(`acknowledged ${verdict.acknowledgedEvents} events -> ${verdict.expectedDeliveries} deliveries expected: ${verdict.delivered} delivered, ${verdict.inDlq} exhausted in the DLQ, ${verdict.lost} LOST`);
   log(`delivered but never acknowledged ${verdict.deliveredNotAcknowledged}, unknown delivery keys ${verdict.phantomDeliveries}, acknowledged events missing in the DB ${verdict.ackedEventsMissingInDb}`);
   log(`duplicates ${verdict.duplicateDeliveries} (${verdict.duplicateRatePct} %, goal < 0.5 %: ${verdict.duplicatesGoalMet ? 'met' : 'MISSED'}), plus ${verdict.lateProcessedDuplicates} after a timed-out attempt`);
+  if (verdict.duplicateDeliveries) log(`duplicates by the fault before them: ${JSON.stringify(verdict.duplicatesByFault)}`);
   log(`2xx from ingest while PostgreSQL was down: ${verdict.okWhilePgDown}; quiescent: ${quiet.quiescent} after ${Math.round(quiet.waitedMs / 1000)} s; DLQ via API matches DB: ${verdict.dlqApiMatchesDb}`);
   if (verdict.lostSamples.length) log(`lost (first ${verdict.lostSamples.length}): ${JSON.stringify(verdict.lostSamples, null, 1)}`);
   console.log(JSON.stringify({ verdict: report.verdict, quiescence: quiet, faults: faultLogs.length, json: file }));

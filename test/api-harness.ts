@@ -7,6 +7,7 @@ import { createTestDatabase, flushPrefix, seedTenant, uniquePrefix, type SeededT
 import { buildApp, type ApiApp } from '../services/api/src/app';
 import { loadApiConfig } from '../services/api/src/config';
 import { createResponseChecker } from '../services/api/src/openapi/response-checker';
+import { defaultPlugins } from '../services/api/src/plugins';
 
 export interface ApiResponse {
   status: number;
@@ -57,7 +58,9 @@ export async function startApi(label: string, env: Record<string, string> = {}, 
   const logger = createLogger('api-test', 'error');
   // Files that provoke 500s on purpose keep the output readable.
   logger.silent = opts.quiet ?? false;
-  const api = buildApp({ prisma, pool: db.pool, redis, producer, config, logger });
+  // The same plugins as main.ts, so the OpenAPI walk and the conformance check cover them.
+  const plugins = defaultPlugins(config, { ...process.env, ...env });
+  const api = buildApp({ prisma, pool: db.pool, redis, producer, config, logger }, plugins);
   const servers: Server[] = [];
   const listen = async (a: ApiApp): Promise<string> => {
     const server: Server = await new Promise((resolve) => {
@@ -94,7 +97,7 @@ export async function startApi(label: string, env: Record<string, string> = {}, 
       return { status: res.status, headers: res.headers, body: parsed };
     },
     tenant: (opts) => seedTenant(db.pool, opts),
-    replica: () => listen(buildApp({ prisma, pool: db.pool, redis, producer, config, logger })),
+    replica: () => listen(buildApp({ prisma, pool: db.pool, redis, producer, config, logger }, plugins)),
     async close() {
       for (const server of servers) {
         server.closeAllConnections();

@@ -37,7 +37,9 @@ it('routes route jobs, follows config changes, survives a lost job through recov
   expect(liveDeliveries).toHaveLength(1);
   await waitFor(async () => (await deliverJobIds()).includes(liveDeliveries[0]!.id), { what: 'the deliver job' });
   const deliverJob = (await t.waitingJobs('deliver')).find((j: JobData['deliver']) => j.deliveryIds.includes(liveDeliveries[0]!.id));
-  expect(deliverJob).toEqual({ v: 1, deliveryIds: [liveDeliveries[0]!.id], traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
+  // The router's own span: same trace, a new span id (the deliver job is its child).
+  expect(deliverJob).toEqual({ v: 1, deliveryIds: [liveDeliveries[0]!.id], traceparent: expect.stringMatching(/^00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-01$/) });
+  expect(deliverJob!.traceparent).not.toContain('b7ad6b7169203331');
   expect((await eventState(db.pool, lost)).status).toBe('validated');
 
   // A second flow, announced: the next event fans out to both despite the long TTL.

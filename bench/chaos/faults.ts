@@ -16,6 +16,8 @@ export interface FaultLog {
   kind: FaultKind;
   plannedAtMs: number;
   startedAtMs: number;
+  /** Epoch ms the fault began. */
+  at: number;
   recoveredAfterMs: number;
   detail: string;
 }
@@ -48,40 +50,63 @@ export interface FaultDeps {
   log: (line: string) => void;
 }
 
-async function inject(d: FaultDeps, kind: FaultKind): Promise<string> {
+/**
+ * Injects one fault and resolves with its description once the system is back. A killed
+ * service restarts in the background so that the schedule keeps its pace; the next kill
+ * of the same service waits for that restart.
+ */
+function inject(d: FaultDeps, kind: FaultKind, restarting: Map<FaultKind, Promise<unknown>>): { done: Promise<string> } {
   if (kind === 'redis') {
-    if (!d.redis) return 'skipped (no private Redis)';
-    await d.redis.restartEmpty(1000);
-    return 'redis-server killed -9 and restarted empty';
+    if (!d.redis) return { done: Promise.resolve('skipped (no private Redis)') };
+    return { done: d.redis.restartEmpty(1000).then(() => 'redis-server killed -9 and restarted empty') };
   }
   if (kind === 'postgres') {
-    if (!d.pg) return 'skipped (no private PostgreSQL)';
-    await d.pg.stop();
-    const outage = { from: Date.now(), to: Number.MAX_SAFE_INTEGER };
-    d.outages.push(outage);
-    await new Promise((r) => setTimeout(r, d.pgDownMs));
-    outage.to = Date.now();
-    await d.pg.start();
-    return `PostgreSQL immediate shutdown, down ${d.pgDownMs} ms, restarted`;
+    const pg = d.pg;
+    if (!pg) return { done: Promise.resolve('skipped (no private PostgreSQL)') };
+    const run = async (): Promise<string> => {
+      await pg.stop();
+      const outage = { from: Date.now(), to: Number.MAX_SAFE_INTEGER };
+      d.outages.push(outage);
+      await new Promise((r) => setTimeout(r, d.pgDownMs));
+      outage.to = Date.now();
+      await pg.start();
+      return `PostgreSQL immediate shutdown, down ${d.pgDownMs} ms, restarted`;
+    };
+    return { done: run() };
   }
-  const pid = d.stack.children[kind]?.pid;
-  await d.stack.kill(kind, 'SIGKILL');
-  await d.stack.start(kind);
-  return `kill -9 ${kind} (pid ${pid}), restarted as pid ${d.stack.children[kind]?.pid}`;
+  const run = async (): Promise<string> => {
+    await restarting.get(kind);
+    const pid = d.stack.children[kind]?.pid;
+    await d.stack.kill(kind, 'SIGKILL');
+    await d.stack.start(kind);
+    return `kill -9 ${kind} (pid ${pid}), restarted as pid ${d.stack.children[kind]?.pid}`;
+  };
+  const done = run();
+  restarting.set(kind, done.catch(() => undefined));
+  return { done };
 }
 
-/** Runs the plan against the clock that started at `t0`; stops early when `stop()` says so. */
+/** Runs the plan against the clock that started at `t0`; resolves when every fault is over. */
 export async function runFaults(d: FaultDeps, plan: PlannedFault[], t0: number): Promise<FaultLog[]> {
   const logs: FaultLog[] = [];
+  const restarting = new Map<FaultKind, Promise<unknown>>();
+  const running: Promise<void>[] = [];
+  const stamp = (): string => `t+${((Date.now() - t0) / 1000).toFixed(1)} s`;
   for (const f of plan) {
     const wait = t0 + f.atMs - Date.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     const started = Date.now();
-    d.log(`  t+${((started - t0) / 1000).toFixed(1)} s  ${f.kind}…`);
-    const detail = await inject(d, f.kind);
-    const recoveredAfterMs = Date.now() - started;
-    d.log(`  t+${((Date.now() - t0) / 1000).toFixed(1)} s  ${detail} (back after ${recoveredAfterMs} ms)`);
-    logs.push({ kind: f.kind, plannedAtMs: f.atMs, startedAtMs: started - t0, recoveredAfterMs, detail });
+    d.log(`  ${stamp()}  ${f.kind === 'redis' || f.kind === 'postgres' ? `restarting ${f.kind}` : `kill -9 ${f.kind}`}`);
+    const { done } = inject(d, f.kind, restarting);
+    const logged = done.then((detail) => {
+      const recoveredAfterMs = Date.now() - started;
+      d.log(`  ${stamp()}  ${detail} (back after ${recoveredAfterMs} ms)`);
+      logs.push({ kind: f.kind, plannedAtMs: f.atMs, startedAtMs: started - t0, at: started, recoveredAfterMs, detail });
+    });
+    running.push(logged);
+    // Redis and PostgreSQL faults are not overlapped with anything else.
+    if (f.kind === 'redis' || f.kind === 'postgres') await logged;
   }
-  return logs;
+  await Promise.all(running);
+  return logs.sort((a, b) => a.at - b.at);
 }

@@ -29,6 +29,7 @@ export interface Verdict {
   duplicateDeliveries: number;
   duplicateRatePct: number;
   duplicatesGoalMet: boolean;
+  duplicatesByFault: Record<string, number>;
   lateProcessedDuplicates: number;
   eventsPerKeyOverOne: number;
   okWhilePgDown: number;
@@ -61,7 +62,20 @@ async function dlqFromApi(api: ApiClient): Promise<Set<string>> {
   return ids;
 }
 
-export async function verify(pool: Pool, api: ApiClient, hooks: HookSetup[], load: ChaosLoadResult, rx: { requests: number; records: Array<[string, DeliveryRecord]> }, runId: string): Promise<Verdict> {
+/** Each duplicate (a second prompt 200) attributed to the last fault that began before it. */
+function duplicatesByFault(records: Iterable<DeliveryRecord>, faults: Array<{ kind: string; at: number }>): Record<string, number> {
+  const out: Record<string, number> = {};
+  const sorted = [...faults].sort((a, b) => a.at - b.at);
+  for (const rec of records)
+    for (const at of rec.okAt.slice(1)) {
+      const f = sorted.filter((x) => x.at <= at).pop();
+      const k = f ? `${f.kind}@${new Date(f.at).toISOString().slice(11, 19)}` : 'before any fault';
+      out[k] = (out[k] ?? 0) + 1;
+    }
+  return out;
+}
+
+export async function verify(pool: Pool, api: ApiClient, hooks: HookSetup[], load: ChaosLoadResult, rx: { requests: number; records: Array<[string, DeliveryRecord]> }, runId: string, faults: Array<{ kind: string; at: number }>): Promise<Verdict> {
   const deliveries = (await pool.query<Row>('SELECT id, event_id, destination_id, status FROM deliveries')).rows;
   const events = (await pool.query<{ id: string; dedup_key: string | null }>('SELECT id, dedup_key FROM events')).rows;
   const dlq = await dlqFromApi(api);
@@ -113,6 +127,7 @@ export async function verify(pool: Pool, api: ApiClient, hooks: HookSetup[], loa
     duplicateDeliveries: dup,
     duplicateRatePct,
     duplicatesGoalMet: duplicateRatePct < 0.5,
+    duplicatesByFault: duplicatesByFault(received.values(), faults),
     lateProcessedDuplicates: lateDup,
     eventsPerKeyOverOne: [...perKey.values()].filter((n) => n > 1).length,
     okWhilePgDown: load.okWhilePgDown.length,

@@ -16,6 +16,8 @@ export interface DeliveryRecord {
   fail: number;
   late: number;
   drop: number;
+  /** When each prompt 200 was given (epoch ms): a second one is a duplicate. */
+  okAt: number[];
 }
 
 const failRate = Number(process.env.CHAOS_FAIL_RATE ?? 0.3);
@@ -43,7 +45,7 @@ const server = createServer((req, res) => {
       } catch {
         // not our body: seq stays -1 and the harness reports it
       }
-      rec = { p: req.url ?? '', e: String(req.headers['x-hookline-event-id'] ?? ''), s: seq, ok: 0, fail: 0, late: 0, drop: 0 };
+      rec = { p: req.url ?? '', e: String(req.headers['x-hookline-event-id'] ?? ''), s: seq, ok: 0, fail: 0, late: 0, drop: 0, okAt: [] };
       records.set(key, rec);
     }
     const r = Math.random();
@@ -62,6 +64,7 @@ const server = createServer((req, res) => {
       req.socket.destroy();
     } else {
       rec.ok++;
+      rec.okAt.push(Date.now());
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
     }
   });

@@ -4,6 +4,12 @@ import type { ConfigOf, EnvSchema } from './load-config';
 export const baseEnv = {
   DATABASE_URL: { type: 'string', default: 'postgresql://postgres@127.0.0.1:5432/test', description: 'PostgreSQL URL; ?schema=name selects a schema' },
   REDIS_URL: { type: 'string', default: 'redis://127.0.0.1:6379', description: 'Redis URL for BullMQ' },
+  REDIS_CLUSTER_NODES: {
+    type: 'string',
+    default: '',
+    pattern: '^$|^([^,:\\s\\[\\]]+|\\[[0-9a-fA-F:]+\\]):\\d{1,5}(,([^,:\\s\\[\\]]+|\\[[0-9a-fA-F:]+\\]):\\d{1,5})*$',
+    description: 'Redis Cluster seed nodes (host:port,…); when set, a Cluster client is used and REDIS_URL only gives credentials and TLS',
+  },
   QUEUE_PREFIX: { type: 'string', default: '{hookline}', description: 'BullMQ key prefix; braces make a Redis Cluster hash tag' },
   LOG_LEVEL: { type: 'string', default: 'info', enum: ['error', 'warn', 'info', 'debug'] },
   DB_POOL_MAX: { type: 'integer', default: 10, minimum: 1, maximum: 200, description: 'PostgreSQL connections per process' },

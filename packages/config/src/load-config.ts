@@ -3,7 +3,7 @@ import addFormats from 'ajv-formats';
 
 /** One environment variable: its type, default and optional bounds. */
 export type EnvVar =
-  | { type: 'string'; default?: string; enum?: readonly string[]; minLength?: number; description?: string }
+  | { type: 'string'; default?: string; enum?: readonly string[]; minLength?: number; pattern?: string; description?: string }
   | { type: 'integer'; default?: number; minimum?: number; maximum?: number; description?: string }
   | { type: 'number'; default?: number; minimum?: number; maximum?: number; description?: string }
   | { type: 'boolean'; default?: boolean; description?: string };

@@ -59,15 +59,18 @@ const COLUMN_BY_PREFIX: Record<string, string> = { rcp: 'id', att: 'attempt_id',
 export async function evidenceFor(pool: Pool, tenantId: string, resourceId: string, limit = 100): Promise<EvidenceBundle[] | null> {
   const column = COLUMN_BY_PREFIX[resourceId.split('_')[0] ?? ''];
   if (!column) return null;
-  const { rows } = await pool.query<ReceiptRow>(`SELECT * FROM evidence_receipts WHERE tenant_id = $1 AND ${column} = $2 ORDER BY id LIMIT $3`, [tenantId, resourceId, limit]);
+  const { rows } = await pool.query<ReceiptRow>(`SELECT * FROM evidence_receipts WHERE tenant_id = $1 AND ${column} = $2 ORDER BY started_at, attempt_number, id LIMIT $3`, [tenantId, resourceId, limit]);
   return rows.length ? bundlesFor(pool, rows) : null;
 }
 
-/** The bundles of many deliveries at once (oldest attempt first), for a page of deliveries. */
+/**
+ * The bundles of many deliveries at once (attempt 1 first), for a page of deliveries. Not by
+ * receipt id: receipts issued in one pass share a millisecond, so their ids do not sort.
+ */
 export async function receiptsByDelivery(pool: Pool, tenantId: string, deliveryIds: readonly string[]): Promise<Map<string, EvidenceBundle[]>> {
   const out = new Map<string, EvidenceBundle[]>(deliveryIds.map((id) => [id, []]));
   if (!deliveryIds.length) return out;
-  const { rows } = await pool.query<ReceiptRow>('SELECT * FROM evidence_receipts WHERE tenant_id = $1 AND delivery_id = ANY($2::text[]) ORDER BY id', [tenantId, deliveryIds]);
+  const { rows } = await pool.query<ReceiptRow>('SELECT * FROM evidence_receipts WHERE tenant_id = $1 AND delivery_id = ANY($2::text[]) ORDER BY attempt_number, id', [tenantId, deliveryIds]);
   for (const b of await bundlesFor(pool, rows)) out.get(b.receipt.delivery_id)?.push(b);
   return out;
 }

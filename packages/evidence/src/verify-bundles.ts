@@ -6,12 +6,15 @@ export interface BundleReport {
   lines: string[];
 }
 
-/** Bundles from what the API answers: one bundle, an array, or `{ receipts: [...] }` / `{ evidence: [...] }`. */
+/**
+ * Bundles from what the API answers: one bundle, an array, `{ receipts: [...] }`, or the
+ * `GET /v1/evidence` list (`{ evidence: [{ …, receipts: [...] }] }`).
+ */
 export function bundlesIn(doc: unknown): EvidenceBundle[] {
   if (Array.isArray(doc)) return doc as EvidenceBundle[];
   const o = (doc ?? {}) as Record<string, unknown>;
   if (Array.isArray(o['receipts'])) return o['receipts'] as EvidenceBundle[];
-  if (Array.isArray(o['evidence'])) return o['evidence'] as EvidenceBundle[];
+  if (Array.isArray(o['evidence'])) return (o['evidence'] as Record<string, unknown>[]).flatMap((e) => (Array.isArray(e['receipts']) ? (e['receipts'] as EvidenceBundle[]) : [e as unknown as EvidenceBundle]));
   return o['receipt'] ? [o as unknown as EvidenceBundle] : [];
 }
 

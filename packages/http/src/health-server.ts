@@ -1,7 +1,10 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import { sendJson } from './respond';
 
 export type ReadinessCheck = () => Promise<Record<string, boolean>>;
+
+/** Extra GET routes of the health server by exact path (e.g. `/metrics`). */
+export type ExtraRoutes = Record<string, (res: ServerResponse) => void | Promise<void>>;
 
 export interface HealthServer {
   server: Server;
@@ -12,7 +15,7 @@ export interface HealthServer {
  * `/healthz` (the process is alive) and `/readyz` (its dependencies answer and it is not
  * draining), for the worker services, which have no HTTP server of their own.
  */
-export function startHealthServer(port: number, host: string, ready: ReadinessCheck): Promise<HealthServer> {
+export function startHealthServer(port: number, host: string, ready: ReadinessCheck, extra: ExtraRoutes = {}): Promise<HealthServer> {
   let draining = false;
   const server = createServer((req, res) => {
     void (async () => {
@@ -22,6 +25,8 @@ export function startHealthServer(port: number, host: string, ready: ReadinessCh
         const ok = !draining && Object.values(checks).every(Boolean);
         return sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not_ready', draining, checks });
       }
+      const path = (req.url ?? '/').split('?', 1)[0]!;
+      if (Object.hasOwn(extra, path)) return extra[path]!(res);
       sendJson(res, 404, { status: 'not_found' });
     })();
   });

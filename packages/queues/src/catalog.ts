@@ -21,6 +21,23 @@ export const QUEUES = {
 
 export type QueueName = keyof typeof QUEUES;
 
+/**
+ * Worker pools: a catalog queue may be split into `<name>.<pool>` queues (same payload and
+ * options) so that an operator can run workers dedicated to some tenants. `deliver` is the
+ * default pool's queue; `deliver.acme` is pool `acme`'s. A pool name never contains a dot
+ * or a colon (BullMQ refuses colons), see `POOL_NAME`.
+ */
+export const POOL_NAME = /^[a-z0-9][a-z0-9_-]{0,39}$/;
+
+export function poolQueueName(name: QueueName, pool?: string | null): string {
+  return pool ? `${QUEUES[name].name}.${pool}` : QUEUES[name].name;
+}
+
+/** `deliver` for the default pool, `deliver.<pool>` for a dedicated one. */
+export function deliverQueueName(pool?: string | null): string {
+  return poolQueueName('deliver', pool);
+}
+
 export interface JobData {
   route: { v: 1; eventIds: string[]; traceparent?: string };
   deliver: { v: 1; deliveryIds: string[]; traceparent?: string };

@@ -1,27 +1,29 @@
 import { Queue } from 'bullmq';
-import { QUEUES, type JobData, type QueueName } from './catalog';
+import { poolQueueName, QUEUES, type JobData, type QueueName } from './catalog';
 import type { Redis } from './redis';
 
 export interface Producer {
-  add<Q extends QueueName>(queue: Q, data: JobData[Q], opts?: { delayMs?: number; jobId?: string }): Promise<void>;
-  queue(name: QueueName): Queue;
+  /** `pool` sends the job to that pool's queue (`deliver.<pool>`, see catalog.ts) instead of the default one. */
+  add<Q extends QueueName>(queue: Q, data: JobData[Q], opts?: { delayMs?: number; jobId?: string; pool?: string | null }): Promise<void>;
+  queue(name: QueueName, pool?: string | null): Queue;
   close(): Promise<void>;
 }
 
 export function createProducer(connection: Redis, prefix: string): Producer {
-  const queues = new Map<QueueName, Queue>();
-  const queue = (name: QueueName): Queue => {
-    let q = queues.get(name);
+  const queues = new Map<string, Queue>();
+  const queue = (name: QueueName, pool?: string | null): Queue => {
+    const full = poolQueueName(name, pool);
+    let q = queues.get(full);
     if (!q) {
-      q = new Queue(QUEUES[name].name, { connection, prefix, defaultJobOptions: QUEUES[name].options });
+      q = new Queue(full, { connection, prefix, defaultJobOptions: QUEUES[name].options });
       q.on('error', () => undefined);
-      queues.set(name, q);
+      queues.set(full, q);
     }
     return q;
   };
   return {
     async add(name, data, opts = {}) {
-      await queue(name).add(name, data, { delay: opts.delayMs, jobId: opts.jobId });
+      await queue(name, opts.pool).add(name, data, { delay: opts.delayMs, jobId: opts.jobId });
     },
     queue,
     async close() {

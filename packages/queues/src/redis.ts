@@ -1,18 +1,61 @@
-import IORedis, { type Redis, type RedisOptions } from 'ioredis';
+import IORedis, { Cluster, type Redis, type RedisOptions } from 'ioredis';
 
 export type { Redis };
+
+/** `host:port,host:port` (REDIS_CLUSTER_NODES) → seed nodes; empty → none (single Redis). */
+export function parseClusterNodes(value: string | undefined): { host: string; port: number }[] {
+  return (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((node) => {
+      const m = /^(\[[0-9a-fA-F:]+\]|[^:\s]+):(\d{1,5})$/.exec(node);
+      const port = Number(m?.[2]);
+      if (!m || port < 1 || port > 65535) throw new Error(`REDIS_CLUSTER_NODES entry "${node}" is not host:port`);
+      return { host: m[1]!.replace(/^\[|\]$/g, ''), port };
+    });
+}
 
 /**
  * Workers block on Redis and must never give up a command (`maxRetriesPerRequest: null`);
  * producers fail fast while Redis is down so that a caller can answer or fall back
  * (BullMQ's production guide).
+ *
+ * With `clusterNodes` (REDIS_CLUSTER_NODES) the client is an `IORedis.Cluster` seeded from
+ * those nodes; the credentials and TLS of `url` apply to every node. BullMQ needs every key
+ * of a queue in one slot: the `{…}` hash tag of QUEUE_PREFIX does that. A Cluster answers
+ * every command Hookline sends (commands, scripts, pub/sub), so it is returned as `Redis`.
  */
-export function createRedis(url: string, role: 'worker' | 'producer'): Redis {
+export function createRedis(url: string, role: 'worker' | 'producer', clusterNodes?: string): Redis {
   const opts: RedisOptions =
     role === 'worker'
       ? { maxRetriesPerRequest: null, enableReadyCheck: false }
       : { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 };
-  const redis = new IORedis(url, { ...opts, retryStrategy: (n) => Math.min(n * 200, 2000) });
-  redis.on('error', () => undefined); // reported through readiness and job failures
+  const retryStrategy = (n: number): number => Math.min(n * 200, 2000);
+  const nodes = parseClusterNodes(clusterNodes);
+  let redis: Redis;
+  if (nodes.length > 0) {
+    const u = new URL(url);
+    const cluster = new Cluster(nodes, {
+      clusterRetryStrategy: retryStrategy,
+      enableOfflineQueue: role === 'worker',
+      enableReadyCheck: role !== 'worker',
+      redisOptions: {
+        ...opts,
+        username: u.username ? decodeURIComponent(u.username) : undefined,
+        password: u.password ? decodeURIComponent(u.password) : undefined,
+        tls: u.protocol === 'rediss:' ? {} : undefined,
+      },
+    });
+    redis = cluster as unknown as Redis;
+  } else {
+    redis = new IORedis(url, { ...opts, retryStrategy });
+  }
+  redis.on('error', () => undefined); // reported through readiness, metrics and job failures
   return redis;
+}
+
+/** True for a client createRedis made from REDIS_CLUSTER_NODES. */
+export function isClusterClient(redis: Redis): boolean {
+  return (redis as unknown) instanceof Cluster;
 }

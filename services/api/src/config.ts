@@ -1,4 +1,5 @@
 import { baseEnv, ConfigError, loadConfig, type ConfigOf, type EnvSchema } from '@hookline/config';
+import { evidenceEnv } from '@hookline/evidence';
 
 /** The api's environment: the base variables plus its own (names, defaults, meaning). */
 export const apiEnv = {
@@ -16,6 +17,9 @@ export const apiEnv = {
   },
   SERVICE_SIGNATURE_TOLERANCE_SECONDS: { type: 'integer', default: 300, minimum: 1, description: 'Clock tolerance for HMAC-signed cluster requests' },
   API_BODY_LIMIT: { type: 'string', default: '1mb', description: 'Largest JSON body the control API accepts' },
+  API_PUBLIC_URL: { type: 'string', default: 'http://127.0.0.1:8080', description: 'Public base URL of this api; the discovery documents link to each other and to /v1/mcp under it' },
+  SOURCE_REPOSITORY_URL: { type: 'string', default: 'https://github.com/hookline/hookline', description: 'Source repository named in the capability manifest (`repository`)' },
+  ...evidenceEnv,
 } as const satisfies EnvSchema;
 
 export type ApiEnv = ConfigOf<typeof apiEnv>;

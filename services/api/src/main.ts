@@ -1,9 +1,11 @@
 import { createPool, createPrisma } from '@hookline/db';
 import { closeServer } from '@hookline/http';
+import { evidenceKey, startEvidenceSealer } from '@hookline/evidence';
 import { createLogger } from '@hookline/logger';
 import { createProducer, createRedis } from '@hookline/queues';
 import { buildApp } from './app';
 import { loadApiConfig } from './config';
+import { defaultPlugins } from './plugins';
 
 /** Wiring only: config → logger → PostgreSQL/Redis → HTTP server → graceful SIGTERM. */
 async function main(): Promise<void> {
@@ -13,7 +15,11 @@ async function main(): Promise<void> {
   const pool = createPool(config.DATABASE_URL, config.DB_POOL_MAX);
   const redis = createRedis(config.REDIS_URL, 'producer');
   const producer = createProducer(redis, config.QUEUE_PREFIX);
-  const api = buildApp({ prisma, pool, redis, producer, config, logger });
+  const api = buildApp({ prisma, pool, redis, producer, config, logger }, defaultPlugins(config));
+  const sealer = startEvidenceSealer(
+    { pool, logger: logger.child({ component: 'evidence' }), key: evidenceKey(config.SECRETS_KEY, config.EVIDENCE_KEY || undefined), windowMs: config.EVIDENCE_WINDOW_MS, graceMs: config.EVIDENCE_SEAL_GRACE_MS },
+    config.EVIDENCE_SEAL_INTERVAL_MS,
+  );
   const server = api.app.listen(config.PORT, config.HOST, () => logger.info('api listening', { host: config.HOST, port: config.PORT }));
   server.on('error', (err) => {
     logger.error('api server failed', { err: err.message });
@@ -27,6 +33,7 @@ async function main(): Promise<void> {
     logger.info('api shutting down', { signal });
     api.setDraining();
     await closeServer(server, config.SHUTDOWN_TIMEOUT_MS);
+    await sealer.stop().catch((err: Error) => logger.error('evidence sealer did not stop cleanly', { err: err.message }));
     await Promise.allSettled([producer.close(), prisma.$disconnect(), pool.end()]);
     redis.disconnect();
     process.exit(0);

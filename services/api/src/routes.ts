@@ -13,6 +13,7 @@ import { rejectionRoutes } from './ingesters/rejection.routes';
 import type { ExtraPaths } from './openapi/build-openapi';
 import { openApiRoutes } from './openapi/openapi.routes';
 import { replayRoutes } from './replay/replay.routes';
+import { evidenceRoutes } from './runtime/evidence.routes';
 import { flatRoutes } from './runtime/flat.routes';
 import { statusRoutes } from './runtime/status.routes';
 import { savedPayloadRoutes } from './saved-payloads/saved-payload.routes';
@@ -33,6 +34,7 @@ export function allRoutes(extraPaths: ExtraPaths = {}): RouteDef[] {
     ...clusterRoutes,
     ...auditRoutes,
     ...flatRoutes,
+    ...evidenceRoutes,
     ...statusRoutes,
     ...bffRoutes,
   ];

@@ -1,17 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Pool } from '@hookline/db';
+import { buildHeaders, decide, destinationSettings, recordOutcomes, type BackoffPolicy, type DeliveryDefaults, type Outcome, type SendResult } from '@hookline/delivery';
 import type { Logger } from '@hookline/logger';
 import type { JobData, Producer, Redis } from '@hookline/queues';
 import type { Breaker } from './circuit-breaker';
 import { claimDeliveries, releaseDeliveries, renewLeases } from './claim-deliveries';
-import { destinationSettings, type DeliveryDefaults } from './destination-settings';
 import { gateDeliveries, groupBy, type Prepared } from './gate-deliveries';
 import type { HttpSender } from './http-sender';
 import { recordHealth } from './record-health';
-import { recordOutcomes, type Outcome } from './record-outcomes';
-import { buildHeaders } from './request-headers';
-import { decide, type BackoffPolicy } from './retry-policy';
-import type { SendResult } from './send-result';
 
 export interface DeliverDeps {
   pool: Pool;

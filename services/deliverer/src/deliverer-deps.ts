@@ -1,13 +1,13 @@
 import { hostname } from 'node:os';
 import type { Pool } from '@hookline/db';
+import { createSecretCache, deliveryPolicy } from '@hookline/delivery';
 import type { Logger } from '@hookline/logger';
 import type { Producer, Redis } from '@hookline/queues';
 import { createSecretBox } from '@hookline/signing';
 import { createBreaker } from './circuit-breaker';
-import { parseList, parseSchedule, type DelivererConfig } from './config';
+import { parseList, type DelivererConfig } from './config';
 import type { DeliverDeps } from './deliver-batch';
 import { createHttpSender } from './http-sender';
-import { createSecretCache } from './secret-cache';
 import { createSsrfGuard, type Resolver } from './ssrf/ssrf-guard';
 
 export interface Resources {
@@ -37,13 +37,7 @@ export function buildDeliverDeps(config: DelivererConfig, r: Resources): Deliver
       ttlMs: config.DESTINATION_DISABLE_AFTER_MS + 7 * 86_400_000,
     }),
     openSecret: createSecretCache(createSecretBox(config.SECRETS_KEY)),
-    defaults: {
-      timeoutMs: config.DELIVERY_TIMEOUT_MS,
-      maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
-      maxConcurrency: config.DESTINATION_MAX_CONCURRENCY,
-      retryScheduleMs: parseSchedule(config.RETRY_SCHEDULE_MS),
-    },
-    backoff: { retryBaseMs: config.RETRY_BASE_MS, retryMaxMs: config.RETRY_MAX_MS, retryAfterMaxMs: config.RETRY_AFTER_MAX_MS },
+    ...deliveryPolicy(config),
     leaseMs: config.DELIVERY_LEASE_MS,
     claimSlackMs: config.CLAIM_SLACK_MS,
     disableAfterMs: config.DESTINATION_DISABLE_AFTER_MS,

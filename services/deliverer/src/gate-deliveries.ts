@@ -1,8 +1,8 @@
+import type { DestinationSettings } from '@hookline/delivery';
 import type { Logger } from '@hookline/logger';
 import type { Redis } from '@hookline/queues';
 import type { Breaker } from './circuit-breaker';
 import type { ClaimedDelivery } from './claim-deliveries';
-import type { DestinationSettings } from './destination-settings';
 import { takeRateTokens } from './rate-limiter';
 
 export interface Prepared {

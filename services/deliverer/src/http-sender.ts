@@ -1,9 +1,7 @@
 import { createHash } from 'node:crypto';
+import { basicAuth, errorKindOf, errorMessage, pickHeaders, readLimited, type DestinationSettings, type SendResult } from '@hookline/delivery';
 import { Pool } from 'undici';
-import type { DestinationSettings } from './destination-settings';
-import { errorKindOf, errorMessage } from './error-kind';
 import { ConcurrencyLimits } from './limiter';
-import type { SendResult } from './send-result';
 import type { SsrfGuard } from './ssrf/ssrf-guard';
 import { createTlsAlertTracker } from './tls-alerts';
 
@@ -26,41 +24,6 @@ export interface HttpSenderOptions {
   maxInFlight: number;
   /** Connection pools kept at most; the least recently used is closed beyond it. */
   maxPools?: number;
-}
-
-const HEADERS_OF_INTEREST = ['content-type', 'content-length', 'retry-after', 'location', 'x-request-id', 'x-correlation-id', 'server'];
-
-function pickHeaders(h: Record<string, string | string[] | undefined>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const k of HEADERS_OF_INTEREST) {
-    const v = h[k];
-    if (v !== undefined) out[k] = (Array.isArray(v) ? v.join(', ') : v).slice(0, 500);
-  }
-  return out;
-}
-
-/** Reads at most `limit` bytes, then stops (the rest is discarded with the stream). */
-async function readLimited(body: AsyncIterable<Buffer> & { destroy(): unknown }, limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of body) {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size >= limit) break;
-    }
-  } catch {
-    /* a body cut short still tells us the status; keep what arrived */
-  }
-  body.destroy();
-  // PostgreSQL text cannot hold NUL.
-  return Buffer.concat(chunks).subarray(0, limit).toString('utf8').replace(/\0/g, '');
-}
-
-function basicAuth(url: URL): Record<string, string> {
-  if (!url.username && !url.password) return {};
-  const cred = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
-  return { authorization: `Basic ${Buffer.from(cred).toString('base64')}` };
 }
 
 /**

@@ -1,50 +1,75 @@
-// The deliverer process: config -> logger -> PostgreSQL/Redis -> deliver worker, recovery
-// sweep and DLQ purge -> health server -> graceful SIGTERM.
+// The deliverer process: config -> logger -> PostgreSQL/Redis -> deliver worker per queue,
+// recovery sweep and DLQ purge -> health server and metrics -> graceful drain on SIGTERM.
 import { ConfigError, loadConfig } from '@hookline/config';
 import { createPool } from '@hookline/db';
 import { closeServer, startHealthServer } from '@hookline/http';
 import { createLogger } from '@hookline/logger';
-import { createProducer, createRedis, createWorker } from '@hookline/queues';
+import { createObservability, instrumentPool, instrumentRedis, sendMetrics, startQueueSampler } from '@hookline/observability';
+import { createProducer, createRedis, createWorker, parseDedicatedPools, parseDeliverQueues } from '@hookline/queues';
 import { delivererEnv } from './config';
-import { deliverBatch } from './deliver-batch';
+import { deliverJobHandler } from './deliver-job';
+import { sweepEdgeWaits } from './edge-wait-sweep';
 import { buildDeliverDeps } from './deliverer-deps';
 import { every } from './periodic';
 import { purgeDlq } from './purge-dlq';
+import { observeBreaker } from './observed-breaker';
+import { observeSender } from './observed-sender';
+import { poolProducer, tenantPoolProducer } from './pool-routing';
 import { recoverDeliveries } from './recover-deliveries';
+import { releaseHeldDeliveries } from './release-leases';
 
 async function main(): Promise<void> {
   const config = loadConfig(delivererEnv);
+  const queues = parseDeliverQueues(config.DELIVER_QUEUES);
+  const pools = parseDedicatedPools(config.DEDICATED_POOLS);
   const logger = createLogger('deliverer', config.LOG_LEVEL);
-  const pool = createPool(config.DATABASE_URL, config.DB_POOL_MAX);
-  const workerRedis = createRedis(config.REDIS_URL, 'worker');
-  const redis = createRedis(config.REDIS_URL, 'producer');
+  const { metrics, tracer } = createObservability('deliverer', config, logger);
+  const pool = instrumentPool(createPool(config.DATABASE_URL, config.DB_POOL_MAX), metrics);
+  const workerRedis = instrumentRedis(createRedis(config.REDIS_URL, 'worker', config.REDIS_CLUSTER_NODES), metrics);
+  const redis = instrumentRedis(createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER_NODES), metrics);
   const producer = createProducer(redis, config.QUEUE_PREFIX);
-  const deps = buildDeliverDeps(config, { pool, redis, producer, logger });
+  const built = buildDeliverDeps(config, { pool, redis, producer, logger });
+  const breaker = observeBreaker(built.breaker, metrics, redis, config.QUEUE_PREFIX);
+  const deps = { ...built, breaker: breaker.breaker, sender: observeSender(built.sender, { metrics, tracer, logger }) };
 
-  const worker = createWorker(
-    'deliver',
-    workerRedis,
-    config.QUEUE_PREFIX,
-    config.DELIVERER_CONCURRENCY,
-    async (data) => {
-      await deliverBatch(deps, data);
-    },
-    (err) => logger.error('deliver worker error', { error: err.message }),
+  // One worker per queue consumed (DELIVER_QUEUES), each with DELIVERER_CONCURRENCY.
+  const workers = queues.map(({ queue, pool: name }) =>
+    createWorker(
+      'deliver',
+      workerRedis,
+      config.QUEUE_PREFIX,
+      config.DELIVERER_CONCURRENCY,
+      deliverJobHandler({ deps: { ...deps, producer: poolProducer(producer, name) }, metrics, tracer, logger }, queue),
+      (err) => logger.error('deliver worker error', { queue, error: err.message }),
+      { pool: name },
+    ),
   );
-  worker.worker.on('failed', (job, err) => logger.warn('deliver job failed; BullMQ retries it', { job_id: job?.id, attempts_made: job?.attemptsMade, error: err.message }));
+  const sampler = startQueueSampler({ producer, metrics, logger }, queues.map((q) => ({ name: 'deliver' as const, pool: q.pool })), config.QUEUE_METRICS_INTERVAL_MS);
+  const circuits = every(config.QUEUE_METRICS_INTERVAL_MS, 'breaker metrics', logger, () => breaker.refresh());
+  const recoveryProducer = tenantPoolProducer(producer, pool, pools);
   const recovery = every(config.RECOVERY_INTERVAL_MS, 'recovery sweep', logger, async () => {
-    const n = await recoverDeliveries({ pool, producer }, { afterMs: config.RECOVERY_AFTER_MS, batchSize: config.RECOVERY_BATCH_SIZE });
+    const n = await recoverDeliveries({ pool, producer: recoveryProducer }, { afterMs: config.RECOVERY_AFTER_MS, batchSize: config.RECOVERY_BATCH_SIZE });
     if (n) logger.info('re-enqueued stranded deliveries', { count: n });
+  });
+  const edgeWaits = every(config.RECOVERY_INTERVAL_MS, 'edge wait sweep', logger, async () => {
+    const input = { connectedWindowMs: config.EDGE_CONNECTED_WINDOW_MS, waitLimitMs: config.EDGE_WAIT_LIMIT_MS, batchSize: config.RECOVERY_BATCH_SIZE, instanceId: deps.instanceId };
+    const n = await sweepEdgeWaits({ pool, policy: deps }, input);
+    if (n) logger.warn('deliveries failed waiting for an edge agent', { count: n });
   });
   const purge = every(config.PURGE_INTERVAL_MS, 'dlq purge', logger, async () => {
     const r = await purgeDlq(pool, { retentionMs: config.DLQ_RETENTION_MS });
     if (r?.deliveries) logger.info('purged expired DLQ entries', { ...r });
   });
-  const health = await startHealthServer(config.PORT, config.HOST, async () => ({
-    postgres: await pool.query('SELECT 1').then(() => true, () => false),
-    redis: await redis.ping().then(() => true, () => false),
-  }));
-  logger.info('deliverer started', { port: config.PORT, concurrency: config.DELIVERER_CONCURRENCY });
+  const health = await startHealthServer(
+    config.PORT,
+    config.HOST,
+    async () => ({
+      postgres: await pool.query('SELECT 1').then(() => true, () => false),
+      redis: await redis.ping().then(() => true, () => false),
+    }),
+    { '/metrics': (res) => sendMetrics(metrics.registry, res) },
+  );
+  logger.info('deliverer started', { port: config.PORT, concurrency: config.DELIVERER_CONCURRENCY, queues: queues.map((q) => q.queue) });
 
   let stopping = false;
   const shutdown = async (signal: string): Promise<void> => {
@@ -56,10 +81,19 @@ async function main(): Promise<void> {
       process.exit(1);
     }, config.SHUTDOWN_TIMEOUT_MS + 5_000).unref();
     health.setDraining();
-    // close() waits for the jobs in progress, so their attempts are recorded.
-    await worker.close();
-    await Promise.all([recovery.stop(), purge.stop()]);
-    await deps.sender.close();
+    // Jobs in progress finish and record their attempts. Any still running at the deadline
+    // (a slow destination) give back their deliveries and go back to the queue.
+    const releaseHeld = async (): Promise<void> => {
+      const ids = await releaseHeldDeliveries(pool, deps.instanceId);
+      logger.warn('drain deadline: deliveries in flight given back', { delivery_ids: ids });
+    };
+    const requeued = await Promise.all(workers.map((w) => w.drain(Math.floor(config.SHUTDOWN_TIMEOUT_MS * 0.8), releaseHeld)));
+    if (requeued.some(Boolean)) logger.warn('drain deadline: deliver jobs put back on their queues', { jobs: requeued.reduce((a, b) => a + b, 0) });
+    await Promise.all([recovery.stop(), edgeWaits.stop(), purge.stop(), sampler.stop(), circuits.stop()]);
+    await tracer.close();
+    // After a deadline, requests still out are abandoned (their deliveries were given back).
+    if (requeued.some(Boolean)) void deps.sender.close();
+    else await deps.sender.close();
     await producer.close();
     await Promise.all([redis.quit().catch(() => undefined), workerRedis.quit().catch(() => undefined)]);
     await pool.end();

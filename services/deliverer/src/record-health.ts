@@ -1,10 +1,10 @@
 import type { Pool } from '@hookline/db';
+import { countsAgainstDestination, isSuccess, type SendResult } from '@hookline/delivery';
 import type { Logger } from '@hookline/logger';
 import type { Redis } from '@hookline/queues';
 import type { Breaker, BatchOutcome } from './circuit-breaker';
 import { disableDestination } from './disable-destination';
 import { groupBy } from './gate-deliveries';
-import { countsAgainstDestination, isSuccess, type SendResult } from './send-result';
 
 export interface HealthDeps {
   pool: Pool;

@@ -4,6 +4,7 @@ import type { Pool } from '@hookline/db';
 import { AppError } from '@hookline/errors';
 import { BodyTooLargeError, closeServer, readBody, requestId, sendJson, sendProblem } from '@hookline/http';
 import type { Logger } from '@hookline/logger';
+import { createMetrics, createTracer, observeHttp, sendMetrics, type HttpObservation, type Observability } from '@hookline/observability';
 import { onConfigChange, type Producer, type Redis } from '@hookline/queues';
 import { createSecretBox } from '@hookline/signing';
 import type { Cidr } from './cidr';
@@ -11,6 +12,7 @@ import type { IngestConfig } from './config';
 import { createEventBatcher, type EventBatcher } from './event-batcher';
 import { createIngesterCache, type IngesterCache } from './ingester-cache';
 import { ingestEvent, type IngestDeps } from './ingest-event';
+import { outcomeOfError, type IngestOutcome } from './ingest-outcome';
 
 export interface IngestAppDeps {
   config: Pick<
@@ -26,6 +28,8 @@ export interface IngestAppDeps {
   /** A dedicated connection for configuration-change announcements (optional in tests). */
   subscriber?: Redis;
   logger: Logger;
+  /** Metrics and tracer of the process (main.ts); tests get private ones. */
+  observability?: Observability;
 }
 
 export interface IngestApp {
@@ -43,10 +47,14 @@ const HOOK_PATH = /^\/in\/([A-Za-z0-9_-]{1,100})(?:\/.*)?$/;
 /** The ingest HTTP server, bare node:http (5x express's ceiling on this path). */
 export function createIngestApp(deps: IngestAppDeps): IngestApp {
   const { config, logger } = deps;
+  const { metrics, tracer } = deps.observability ?? { metrics: createMetrics('ingest', { defaultMetrics: false }), tracer: createTracer({ service: 'ingest', logger, endpoint: '' }) };
+  // One line per request: accepted ones at debug (the hot path; the router's per-job lines
+  // carry every accepted event id at info), refusals at info, failures at warn.
+  const observer = { metrics, logger, tracer, successLevel: 'debug' as const };
   const cache = createIngesterCache(deps.pool, createSecretBox(config.SECRETS_KEY), config.INGESTER_CACHE_TTL_MS, config.SIGNATURE_TOLERANCE_SECONDS);
   // Known to be down (not merely still connecting at boot): skip the enqueue at once.
   const queueReady = (): boolean => !['reconnecting', 'close', 'end'].includes(deps.redis.status);
-  const batcher = createEventBatcher({ ...deps, queueReady }, {
+  const batcher = createEventBatcher({ ...deps, queueReady, metrics }, {
     maxBatch: config.INGEST_BATCH_MAX,
     maxInFlight: config.INGEST_FLUSHES_IN_FLIGHT,
     dedupWindowSeconds: config.DEDUP_WINDOW_SECONDS,
@@ -69,7 +77,25 @@ export function createIngestApp(deps: IngestAppDeps): IngestApp {
     sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not_ready', draining, checks: { postgres, redis } }, { 'x-request-id': reqId });
   }
 
-  async function hook(req: IncomingMessage, res: ServerResponse, reqId: string, ingesterId: string, url: string): Promise<void> {
+  const counted = (obs: HttpObservation, outcome: IngestOutcome): void => {
+    metrics.eventsIngested.inc({ provider: typeof obs.fields['provider'] === 'string' ? obs.fields['provider'] : 'unknown', outcome });
+  };
+
+  async function hook(req: IncomingMessage, res: ServerResponse, reqId: string, ingesterId: string, url: string, obs: HttpObservation): Promise<void> {
+    obs.fields['ingester_id'] = ingesterId;
+    try {
+      const outcome = await receive(req, res, reqId, ingesterId, url, obs);
+      obs.fields['event_id'] = outcome.eventId;
+      counted(obs, outcome.kind);
+      if (outcome.kind === 'accepted') sendJson(res, 202, { event_id: outcome.eventId, status: 'accepted' }, { 'x-request-id': reqId });
+      else sendJson(res, 200, { event_id: outcome.eventId, duplicate: true }, { 'x-request-id': reqId });
+    } catch (err) {
+      counted(obs, outcomeOfError(err));
+      throw err;
+    }
+  }
+
+  async function receive(req: IncomingMessage, res: ServerResponse, reqId: string, ingesterId: string, url: string, obs: HttpObservation) {
     const receivedAt = new Date();
     const q = url.indexOf('?');
     let body: Buffer;
@@ -82,7 +108,7 @@ export function createIngestApp(deps: IngestAppDeps): IngestApp {
       }
       throw err;
     }
-    const outcome = await ingestEvent(ingest, {
+    return ingestEvent(ingest, {
       ingesterId,
       path: q >= 0 ? url.slice(0, q) : url,
       query: q >= 0 ? url.slice(q + 1) : null,
@@ -91,12 +117,12 @@ export function createIngestApp(deps: IngestAppDeps): IngestApp {
       peerIp: req.socket.remoteAddress,
       receivedAt,
       requestId: reqId,
+      trace: obs.span,
+      logFields: obs.fields,
     });
-    if (outcome.kind === 'accepted') sendJson(res, 202, { event_id: outcome.eventId, status: 'accepted' }, { 'x-request-id': reqId });
-    else sendJson(res, 200, { event_id: outcome.eventId, duplicate: true }, { 'x-request-id': reqId });
   }
 
-  async function route(req: IncomingMessage, res: ServerResponse, reqId: string): Promise<void> {
+  async function route(req: IncomingMessage, res: ServerResponse, reqId: string, obs: HttpObservation): Promise<void> {
     if (draining) res.setHeader('connection', 'close');
     const url = req.url ?? '/';
     const path = url.split('?', 1)[0]!;
@@ -105,22 +131,32 @@ export function createIngestApp(deps: IngestAppDeps): IngestApp {
       if (method !== allowed && !(allowed === 'GET' && method === 'HEAD')) throw new AppError('method-not-allowed', `Use ${allowed} here.`, {}, { allow: allowed });
     };
     if (path === '/healthz') {
+      obs.route = path;
       only('GET');
       return sendJson(res, 200, { status: 'ok' }, { 'x-request-id': reqId });
     }
     if (path === '/readyz') {
+      obs.route = path;
       only('GET');
       return readiness(res, reqId);
     }
+    if (path === '/metrics') {
+      obs.route = path;
+      only('GET');
+      return sendMetrics(metrics.registry, res);
+    }
     const m = HOOK_PATH.exec(path);
     if (!m) throw new AppError('not-found', 'No such route.');
+    obs.route = '/in/{ingester_id}';
     only('POST');
-    return hook(req, res, reqId, m[1]!, url);
+    return hook(req, res, reqId, m[1]!, url, obs);
   }
 
   const server = createServer((req, res) => {
     const reqId = requestId(req.headers['x-request-id']);
-    route(req, res, reqId).catch((err: unknown) => {
+    const obs = observeHttp(observer, req, res);
+    obs.fields['request_id'] = reqId;
+    route(req, res, reqId, obs).catch((err: unknown) => {
       if (!(err instanceof AppError)) logger.error('unexpected error', { request_id: reqId, error: (err as Error).message, stack: (err as Error).stack });
       if (res.headersSent) res.destroy();
       else sendProblem(res, err, reqId);

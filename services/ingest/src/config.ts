@@ -1,9 +1,11 @@
 import { baseEnv, ConfigError, type ConfigOf, type EnvSchema } from '@hookline/config';
+import { observabilityEnv } from '@hookline/observability';
 import { parseCidrList, type Cidr } from './cidr';
 
 /** Everything ingest reads from the environment (validated once, at boot, in main.ts). */
 export const ingestEnv = {
   ...baseEnv,
+  ...observabilityEnv,
   PORT: { type: 'integer', default: 8081, minimum: 0, maximum: 65535 },
   HOST: { type: 'string', default: '0.0.0.0' },
   INGEST_PUBLIC_URL: { type: 'string', default: 'http://127.0.0.1:8081', description: 'Base URL providers call; hook URLs are <this>/in/<ingester_id> and Twilio signs it' },

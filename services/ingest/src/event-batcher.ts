@@ -1,6 +1,7 @@
 import type { Pool } from '@hookline/db';
 import { AppError } from '@hookline/errors';
 import type { Logger } from '@hookline/logger';
+import type { Metrics } from '@hookline/observability';
 import type { Producer } from '@hookline/queues';
 import { writeBatch, type PendingEvent, type WriteOutcome } from './write-batch';
 
@@ -22,6 +23,8 @@ export interface BatcherDeps {
   logger: Logger;
   /** False while the producer's Redis connection is known to be down: the enqueue is skipped at once. */
   queueReady?: () => boolean;
+  /** Counts failed enqueues (hookline_redis_errors_total{operation="enqueue"}). */
+  metrics?: Pick<Metrics, 'redisErrors'>;
 }
 
 export interface EventBatcher {
@@ -71,15 +74,16 @@ export function createEventBatcher(deps: BatcherDeps, opts: BatcherOptions): Eve
     }
   }
 
-  async function enqueue(eventIds: string[]): Promise<void> {
+  async function enqueue(eventIds: string[], traceparent: string | undefined): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`enqueue timed out after ${opts.enqueueTimeoutMs} ms`)), opts.enqueueTimeoutMs);
     });
     try {
       if (deps.queueReady && !deps.queueReady()) throw new Error('Redis is not connected');
-      await Promise.race([deps.producer.add('route', { v: 1, eventIds }), timeout]);
+      await Promise.race([deps.producer.add('route', { v: 1, eventIds, ...(traceparent ? { traceparent } : {}) }), timeout]);
     } catch (err) {
+      deps.metrics?.redisErrors.inc({ operation: 'enqueue' });
       deps.logger.warn('route enqueue failed; events are committed and the router recovery sweep will enqueue them', { events: eventIds.length, first_event_id: eventIds[0], error: (err as Error).message });
     } finally {
       clearTimeout(timer);
@@ -110,7 +114,8 @@ export function createEventBatcher(deps: BatcherDeps, opts: BatcherOptions): Eve
     inFlight--;
     schedule();
     const fresh = outcomes.flatMap((o) => (o.kind === 'accepted' ? [o.eventId] : []));
-    if (fresh.length > 0) await enqueue(fresh);
+    // One job, one traceparent: the first new event's (every event keeps its own trace id as its correlation id).
+    if (fresh.length > 0) await enqueue(fresh, batch[outcomes.findIndex((o) => o.kind === 'accepted')]?.event.traceparent);
     settle(batch, (w, i) => {
       const o = outcomes[i]!;
       if (o.kind === 'retry') w.reject(unavailable());

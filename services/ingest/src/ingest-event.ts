@@ -3,6 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { newId, type Pool } from '@hookline/db';
 import { AppError } from '@hookline/errors';
 import type { Logger } from '@hookline/logger';
+import type { TraceContext } from '@hookline/observability';
 import { ipInAny, type Cidr } from './cidr';
 import { resolveClientIp } from './client-ip';
 import type { EventBatcher } from './event-batcher';
@@ -36,6 +37,10 @@ export interface IngestInput {
   peerIp: string | undefined;
   receivedAt: Date;
   requestId: string;
+  /** The request's span: its trace id becomes the event's correlation id (else one from `traceparent`). */
+  trace?: { context: TraceContext; traceparent: string };
+  /** Filled with the ids learnt on the way (ingester, tenant, provider) for the request's log line and metrics. */
+  logFields?: Record<string, unknown>;
 }
 
 const MAX_KEY = 200;
@@ -53,6 +58,7 @@ export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise
     throw new AppError('service-unavailable', 'The endpoint cannot be resolved right now; retry later.', {}, { 'retry-after': '1' });
   });
   if (!ing || !ing.active) throw AppError.notFound('ingester');
+  if (input.logFields) Object.assign(input.logFields, { ingester_id: ing.id, tenant_id: ing.tenantId, provider: ing.provider });
   const sourceIp = resolveClientIp(input.peerIp, input.headers['x-forwarded-for'], deps.trustedProxies);
   const reject = async (r: Pick<Rejection, 'reasonCode' | 'detail'>, err: AppError): Promise<never> => {
     deps.logger.info('inbound request rejected', { ingester_id: ing.id, tenant_id: ing.tenantId, request_id: input.requestId, reason_code: r.reasonCode, detail: r.detail, source_ip: sourceIp });
@@ -90,7 +96,8 @@ export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise
     tenantId: ing.tenantId,
     ingesterId: ing.id,
     type: ing.eventTypePath ? getStringAt(ctx.json(), ing.eventTypePath) : adapter.eventType(ctx),
-    correlationId: correlationId(input.headers['traceparent']),
+    correlationId: input.trace?.context.traceId ?? correlationId(input.headers['traceparent']),
+    traceparent: input.trace?.traceparent,
     // Keys are stored as given unless very long (then as their hash, still unique).
     dedupKey: key ? (key.length > MAX_KEY ? `sha256:${sha256(key)}` : key) : null,
     sourceIp,

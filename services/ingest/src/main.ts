@@ -2,6 +2,7 @@ import { ConfigError, loadConfig } from '@hookline/config';
 import { createPool } from '@hookline/db';
 import { onShutdownSignal } from '@hookline/http';
 import { createLogger } from '@hookline/logger';
+import { createObservability, instrumentPool, instrumentRedis } from '@hookline/observability';
 import { createProducer, createRedis } from '@hookline/queues';
 import { createIngestApp } from './app';
 import { ingestEnv, trustedProxies } from './config';
@@ -11,11 +12,13 @@ async function main(): Promise<void> {
   const config = loadConfig(ingestEnv);
   const proxies = trustedProxies(config.TRUSTED_PROXIES);
   const logger = createLogger('ingest', config.LOG_LEVEL);
-  const pool = createPool(config.DATABASE_URL, config.DB_POOL_MAX);
-  const redis = createRedis(config.REDIS_URL, 'producer');
-  const subscriber = createRedis(config.REDIS_URL, 'worker');
+  const observability = createObservability('ingest', config, logger);
+  const { metrics } = observability;
+  const pool = instrumentPool(createPool(config.DATABASE_URL, config.DB_POOL_MAX), metrics);
+  const redis = instrumentRedis(createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER_NODES), metrics);
+  const subscriber = instrumentRedis(createRedis(config.REDIS_URL, 'worker', config.REDIS_CLUSTER_NODES), metrics);
   const producer = createProducer(redis, config.QUEUE_PREFIX);
-  const app = createIngestApp({ config, trustedProxies: proxies, pool, producer, redis, subscriber, logger });
+  const app = createIngestApp({ config, trustedProxies: proxies, pool, producer, redis, subscriber, logger, observability });
   const url = await app.listen(config.PORT, config.HOST);
   logger.info('ingest listening', { url, public_url: config.INGEST_PUBLIC_URL });
 
@@ -23,6 +26,7 @@ async function main(): Promise<void> {
     // Readiness goes false, the listener closes, open requests finish and batches flush.
     await app.close(Math.floor(config.SHUTDOWN_TIMEOUT_MS * 0.7));
     await producer.close().catch(() => undefined);
+    await observability.tracer.close();
     redis.disconnect();
     subscriber.disconnect();
     await pool.end().catch(() => undefined);

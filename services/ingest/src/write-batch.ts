@@ -8,6 +8,8 @@ export interface PendingEvent {
   ingesterId: string;
   type: string | null;
   correlationId: string;
+  /** The ingest request's span (not stored): a batch's route job carries its first event's. */
+  traceparent?: string;
   /** Idempotency-Key, else the provider's delivery id; null when there is none. */
   dedupKey: string | null;
   sourceIp: string | null;

@@ -1,10 +1,11 @@
-// Composition root of the router: config → logger → PostgreSQL → Redis → worker, sweeper
-// and health server → graceful close on SIGTERM/SIGINT.
+// Composition root of the router: config → logger → PostgreSQL → Redis → worker, sweeper,
+// queue metrics and health server → graceful drain on SIGTERM/SIGINT.
 import { loadConfig } from '@hookline/config';
 import { createPool } from '@hookline/db';
 import { closeServer, startHealthServer } from '@hookline/http';
 import { createLogger } from '@hookline/logger';
-import { createProducer, createRedis, createWorker, onConfigChange } from '@hookline/queues';
+import { createObservability, instrumentPool, instrumentRedis, sendMetrics, startQueueSampler } from '@hookline/observability';
+import { createProducer, createRedis, createWorker, onConfigChange, parseDedicatedPools } from '@hookline/queues';
 import { routerEnv } from './config';
 import { FlowCache } from './flow-cache';
 import { startRecoverySweeper } from './recover-events';
@@ -12,30 +13,40 @@ import { routeJobHandler } from './route.worker';
 
 async function main(): Promise<void> {
   const config = loadConfig(routerEnv);
+  const pools = parseDedicatedPools(config.DEDICATED_POOLS);
   const logger = createLogger('router', config.LOG_LEVEL);
-  const pool = createPool(config.DATABASE_URL, config.DB_POOL_MAX);
-  const workerRedis = createRedis(config.REDIS_URL, 'worker');
-  const producerRedis = createRedis(config.REDIS_URL, 'producer');
-  const subscriber = createRedis(config.REDIS_URL, 'worker');
+  const { metrics, tracer } = createObservability('router', config, logger);
+  const pool = instrumentPool(createPool(config.DATABASE_URL, config.DB_POOL_MAX), metrics);
+  const redisOf = (role: 'worker' | 'producer') => instrumentRedis(createRedis(config.REDIS_URL, role, config.REDIS_CLUSTER_NODES), metrics);
+  const workerRedis = redisOf('worker');
+  const producerRedis = redisOf('producer');
+  const subscriber = redisOf('worker');
 
   const flows = new FlowCache(pool, config.FLOW_CACHE_TTL_MS, (flowId, errors) => logger.warn('flow has an invalid filter; it matches nothing', { flow_id: flowId, errors }));
   await onConfigChange(subscriber, config.QUEUE_PREFIX, (change) => flows.invalidate(change));
 
   const producer = createProducer(producerRedis, config.QUEUE_PREFIX);
-  const deps = { pool, producer, flows, logger };
+  const deps = { pool, producer, flows, logger, pools, metrics, tracer };
   const worker = createWorker('route', workerRedis, config.QUEUE_PREFIX, config.ROUTER_CONCURRENCY, routeJobHandler(deps), (err) => logger.error('route worker error', { err: err.message }));
-  worker.worker.on('failed', (job, err) => logger.warn('route job failed', { job_id: job?.id, attempts: job?.attemptsMade, err: err.message }));
   const sweeper = startRecoverySweeper(deps, {
     intervalMs: config.RECOVERY_INTERVAL_MS,
     olderThanMs: config.RECOVERY_AFTER_MS,
     limit: config.RECOVERY_BATCH,
   });
+  // The router sees every queue: its own and each deliverer pool's.
+  const sampled = [{ name: 'route' as const }, { name: 'deliver' as const }, ...[...new Set(pools.values())].map((p) => ({ name: 'deliver' as const, pool: p }))];
+  const sampler = startQueueSampler({ producer, metrics, logger }, sampled, config.QUEUE_METRICS_INTERVAL_MS);
 
-  const health = await startHealthServer(config.PORT, config.HOST, async () => ({
-    postgres: await pool.query('SELECT 1').then(() => true, () => false),
-    redis: await producerRedis.ping().then(() => true, () => false),
-  }));
-  logger.info('router started', { port: config.PORT, concurrency: config.ROUTER_CONCURRENCY });
+  const health = await startHealthServer(
+    config.PORT,
+    config.HOST,
+    async () => ({
+      postgres: await pool.query('SELECT 1').then(() => true, () => false),
+      redis: await producerRedis.ping().then(() => true, () => false),
+    }),
+    { '/metrics': (res) => sendMetrics(metrics.registry, res) },
+  );
+  logger.info('router started', { port: config.PORT, concurrency: config.ROUTER_CONCURRENCY, dedicated_pools: [...new Set(pools.values())] });
 
   let closing = false;
   const shutdown = async (signal: string): Promise<void> => {
@@ -46,15 +57,20 @@ async function main(): Promise<void> {
     const force = setTimeout(() => {
       logger.error('shutdown timed out');
       process.exit(1);
-    }, config.SHUTDOWN_TIMEOUT_MS);
+    }, config.SHUTDOWN_TIMEOUT_MS + 2_000);
     force.unref();
-    await worker.close(); // lets in-flight jobs finish
-    await sweeper.stop();
+    // Jobs in progress finish; any still running at the deadline go back to the queue
+    // (routing is idempotent, so a job run twice creates nothing twice).
+    const requeued = await worker.drain(Math.floor(config.SHUTDOWN_TIMEOUT_MS * 0.8));
+    if (requeued) logger.warn('route jobs still running at the drain deadline were put back', { jobs: requeued });
+    await Promise.all([sweeper.stop(), sampler.stop()]);
     await producer.close();
+    await tracer.close();
     await closeServer(health.server, 1000);
     for (const r of [subscriber, workerRedis, producerRedis]) await r.quit().catch(() => r.disconnect());
     await pool.end();
     clearTimeout(force);
+    logger.info('router stopped');
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));

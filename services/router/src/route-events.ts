@@ -1,7 +1,8 @@
 import { newId, withTransaction, type Pool } from '@hookline/db';
 import { buildFilterDocument, type FilterDocument } from '@hookline/filters';
 import type { Logger } from '@hookline/logger';
-import type { Producer } from '@hookline/queues';
+import type { Metrics } from '@hookline/observability';
+import { deliverQueueName, type Producer } from '@hookline/queues';
 import type { ActiveFlow, FlowCache } from './flow-cache';
 import { loadValidatedEvents, type RoutableEvent } from './load-events';
 import { FILTER_REASONS, type FilterReason } from './reasons';
@@ -11,10 +12,14 @@ export interface RouteDeps {
   producer: Pick<Producer, 'add'>;
   flows: FlowCache;
   logger: Logger;
+  /** DEDICATED_POOLS: tenant id → deliverer pool; other tenants use the default `deliver` queue. */
+  pools?: ReadonlyMap<string, string>;
+  metrics?: Pick<Metrics, 'redisErrors'>;
 }
 
 export interface RouteInput {
   eventIds: readonly string[];
+  /** Carried on to the deliver job(s). */
   traceparent?: string;
 }
 
@@ -27,8 +32,10 @@ export interface RouteOutcome {
   unmatched: number;
   /** Deliveries this call created (a repeated job creates none). */
   deliveryIds: string[];
-  /** False when the deliver job could not be enqueued (the deliverer's recovery sweep will send them). */
+  /** False when a deliver job could not be enqueued (the deliverer's recovery sweep will send them). */
   enqueued: boolean;
+  /** The queue of each deliver job enqueued (`deliver`, `deliver.<pool>`). */
+  queues: string[];
 }
 
 interface NewDelivery {
@@ -58,7 +65,7 @@ const MARK_FILTERED = `UPDATE events e SET status = 'filtered', filtered_at = no
 export async function routeEvents(deps: RouteDeps, input: RouteInput): Promise<RouteOutcome> {
   const ids = [...new Set(input.eventIds)];
   const events = await loadValidatedEvents(deps.pool, ids);
-  const outcome: RouteOutcome = { routed: 0, skipped: ids.length - events.length, unmatched: 0, deliveryIds: [], enqueued: true };
+  const outcome: RouteOutcome = { routed: 0, skipped: ids.length - events.length, unmatched: 0, deliveryIds: [], enqueued: true, queues: [] };
   if (events.length === 0) return outcome;
 
   const flowsByIngester = await deps.flows.get(new Map(events.map((e) => [e.ingester_id, e.tenant_id])));
@@ -72,24 +79,37 @@ export async function routeEvents(deps: RouteDeps, input: RouteInput): Promise<R
   }
   outcome.unmatched = reasons.filter((r) => r !== null).length;
 
+  const created = new Set<string>();
   await withTransaction(deps.pool, async (client) => {
     if (deliveries.length > 0) {
       const cols = (k: keyof NewDelivery): string[] => deliveries.map((d) => d[k]);
       const res = await client.query<{ id: string }>(INSERT_DELIVERIES, [cols('id'), cols('tenantId'), cols('eventId'), cols('flowId'), cols('destinationId')]);
       outcome.deliveryIds = res.rows.map((r) => r.id);
+      res.rows.forEach((r) => created.add(r.id));
     }
     const res = await client.query(MARK_FILTERED, [events.map((e) => e.id), reasons]);
     outcome.routed = res.rowCount ?? 0;
   });
 
-  if (outcome.deliveryIds.length > 0) {
-    const job = { v: 1 as const, deliveryIds: outcome.deliveryIds, ...(input.traceparent ? { traceparent: input.traceparent } : {}) };
+  // One deliver job per pool: a dedicated tenant's deliveries go to its pool's queue.
+  const byPool = new Map<string | null, string[]>();
+  for (const d of deliveries) {
+    if (!created.has(d.id)) continue;
+    const pool = deps.pools?.get(d.tenantId) ?? null;
+    const ids = byPool.get(pool);
+    if (ids) ids.push(d.id);
+    else byPool.set(pool, [d.id]);
+  }
+  for (const [pool, deliveryIds] of byPool) {
+    const job = { v: 1 as const, deliveryIds, ...(input.traceparent ? { traceparent: input.traceparent } : {}) };
     try {
-      await deps.producer.add('deliver', job);
+      await deps.producer.add('deliver', job, { pool });
+      outcome.queues.push(deliverQueueName(pool));
     } catch (err) {
       // The deliveries are committed as `pending`; the deliverer's recovery sweep sends them.
       outcome.enqueued = false;
-      deps.logger.error('could not enqueue deliver job; recovery will pick the deliveries up', { deliveries: outcome.deliveryIds.length, err: (err as Error).message });
+      deps.metrics?.redisErrors.inc({ operation: 'enqueue' });
+      deps.logger.error('could not enqueue deliver job; recovery will pick the deliveries up', { deliveries: deliveryIds.length, queue: deliverQueueName(pool), err: (err as Error).message });
     }
   }
   return outcome;

@@ -7,17 +7,20 @@ import { listBody, listOf } from '../http/schemas';
 import { announce, duplicateName, lockNames } from '../lib/config-writes';
 import { created, iso, ok } from '../lib/format';
 import type { Cluster } from '../lib/models';
+import { readClusterStatus, type ClusterStatus } from '../edge/cluster-status';
 
 const TAG = 'Clusters';
 const BASE = '/v1/tenants/:tid/clusters';
 
-function toView(c: Cluster, hmacKey?: string): Record<string, unknown> {
+function toView(c: Cluster, hmacKey?: string, status?: ClusterStatus): Record<string, unknown> {
   return {
     id: c.id,
     name: c.name,
     state: c.state,
     last_seen_at: iso(c.lastSeenAt),
     agent_version: c.agentVersion,
+    connected: status?.connected ?? false,
+    in_flight: status?.in_flight ?? 0,
     created_at: iso(c.createdAt),
     ...(hmacKey ? { hmac_key: hmacKey } : {}),
   };
@@ -32,6 +35,8 @@ export const clusterView = {
     state: { type: 'string', enum: ['DRAFT', 'ACTIVE', 'DISABLED', 'DELETED'] },
     last_seen_at: { type: ['string', 'null'], format: 'date-time' },
     agent_version: { type: ['string', 'null'] },
+    connected: { type: 'boolean', description: 'an edge agent contacted the service within EDGE_CONNECTED_WINDOW_MS' },
+    in_flight: { type: 'integer', description: 'deliveries leased to the cluster\'s agents, not reported yet' },
     created_at: { type: 'string', format: 'date-time' },
     hmac_key: { type: 'string', description: 'Enrollment key for X-Service-Signature: only in the create response' },
   },
@@ -52,7 +57,8 @@ export const clusterRoutes: AuthedRoute[] = [
     doc: { summary: 'List clusters (edge planes)', tag: TAG, response: listOf('clusters', clusterView), query: ['limit', 'cursor', 'offset'] },
     handler: async (ctx) => {
       const result = await findPage(readPage(ctx.query), (a) => ctx.app.prisma.cluster.findMany({ ...a, where: { tenantId: ctx.tenantId, state: { not: 'DELETED' }, ...a.where } }));
-      return ok(listBody('clusters', result, (c) => toView(c)));
+      const status = await readClusterStatus(ctx.app.pool, result.items);
+      return ok(listBody('clusters', result, (c) => toView(c, undefined, status.get(c.id))));
     },
   },
   {
@@ -85,7 +91,7 @@ export const clusterRoutes: AuthedRoute[] = [
     handler: async (ctx) => {
       const row = await ctx.app.prisma.cluster.findFirst({ where: { id: ctx.params['id']!, tenantId: ctx.tenantId, state: { not: 'DELETED' } } });
       if (!row) throw AppError.notFound('cluster');
-      return ok(toView(row));
+      return ok(toView(row, undefined, (await readClusterStatus(ctx.app.pool, [row])).get(row.id)));
     },
   },
   {
@@ -106,7 +112,7 @@ export const clusterRoutes: AuthedRoute[] = [
     handler: async (ctx) => {
       const v = (ctx.body as { agent_version?: string } | undefined)?.agent_version;
       const row = await ctx.app.prisma.cluster.update({ where: { id: ctx.principal.id }, data: { lastSeenAt: new Date(), ...(v ? { agentVersion: v } : {}) } });
-      return ok(toView(row));
+      return ok(toView(row, undefined, (await readClusterStatus(ctx.app.pool, [row])).get(row.id)));
     },
   },
 ];

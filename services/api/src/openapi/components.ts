@@ -54,6 +54,7 @@ export const ERROR_DESCRIPTIONS: Record<number, string> = {
 export const securitySchemes = {
   apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'hk_… API key' },
   bearer: { type: 'http', scheme: 'bearer', description: 'An hk_… API key, or the session JWT from POST /auth/login (HS256)' },
+  mcpApiKey: { type: 'apiKey', in: 'header', name: 'X-MCP-API-Key', description: 'mcp_… MCP key (tenant-scoped, MCP scopes); created at /v1/tenants/{tid}/mcp-keys' },
   serviceSignature: {
     type: 'apiKey',
     in: 'header',

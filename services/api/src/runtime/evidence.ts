@@ -1,4 +1,5 @@
 import type { Prisma } from '@hookline/db';
+import { receiptsByDelivery } from '@hookline/evidence';
 import type { AppContext } from '../context';
 import { deliveryWhere } from '../deliveries/delivery.queries';
 import { findPage, pageBounds, pageResult, readPage, type PageResult } from '../http/pagination';
@@ -22,9 +23,10 @@ async function payloadFacts(app: AppContext, eventIds: string[]): Promise<Map<st
 }
 
 /**
- * Delivery evidence: one receipt per delivery that reached an end (delivered or
- * exhausted): what was sent (payload sha256 while retained), where, how many attempts,
- * the final status code. Created by the platform; read-only.
+ * Delivery evidence: one item per delivery that reached an end (delivered or exhausted):
+ * what was sent (payload sha256 while retained), where, how many attempts, the final
+ * status code, and the keyed receipt of every attempt with its Merkle inclusion proof
+ * (proof and root null until the sealer has sealed the receipt's window). Read-only.
  */
 export async function evidence(app: AppContext, tenantId: string, query: Record<string, unknown>): Promise<Record<string, unknown>> {
   const page = readPage(query);
@@ -33,7 +35,10 @@ export async function evidence(app: AppContext, tenantId: string, query: Record<
   const result = await findPage(page, (a) =>
     app.prisma.delivery.findMany({ ...a, where: { ...where, ...a.where }, include: { event: { select: { correlationId: true, type: true, receivedAt: true } } } }),
   );
-  const facts = await payloadFacts(app, [...new Set(result.items.map((d) => d.eventId))]);
+  const [facts, receipts] = await Promise.all([
+    payloadFacts(app, [...new Set(result.items.map((d) => d.eventId))]),
+    receiptsByDelivery(app.pool, tenantId, result.items.map((d) => d.id)),
+  ]);
   return {
     evidence: result.items.map((d) => {
       const p = facts.get(d.eventId);
@@ -52,6 +57,7 @@ export async function evidence(app: AppContext, tenantId: string, query: Record<
         delivered_at: iso(d.deliveredAt),
         exhausted_at: iso(d.exhaustedAt),
         payload: p ? { retained: true, sha256: p.sha256, size_bytes: Number(p.size_bytes) } : { retained: false },
+        receipts: receipts.get(d.id) ?? [],
       };
     }),
     next_cursor: result.next_cursor,
@@ -73,4 +79,14 @@ export async function retainedPayloads(app: AppContext, tenantId: string, query:
     rows.map((r) => ({ id: r.event_id, event_id: r.event_id, content_type: r.content_type, size_bytes: Number(r.size_bytes), sha256: r.sha256, retained_at: iso(r.created_at) })),
     page,
   );
+}
+
+/** The tenant's evidence pipeline for /v1/readiness: receipts awaiting a root, and the latest root. */
+export async function evidenceReadiness(app: AppContext, tenantId: string): Promise<Record<string, unknown>> {
+  const { rows } = await app.pool.query<{ unsealed: string; latest_root_at: Date | null }>(
+    `SELECT (SELECT count(*) FROM evidence_receipts WHERE tenant_id = $1 AND merkle_root_id IS NULL) AS unsealed,
+            (SELECT max(created_at) FROM merkle_roots WHERE tenant_id = $1) AS latest_root_at`,
+    [tenantId],
+  );
+  return { ok: true, unsealed_receipts: Number(rows[0]?.unsealed ?? 0), latest_root_at: iso(rows[0]?.latest_root_at ?? null) };
 }

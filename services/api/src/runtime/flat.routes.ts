@@ -9,6 +9,7 @@ import { createIngesterReply, listIngesters } from '../ingesters/ingester.routes
 import { createIngesterBody, ingesterView } from '../ingesters/ingester.schema';
 import { requirePlan } from '../lib/config-writes';
 import { ok } from '../lib/format';
+import { evidenceBundleSchema } from '../openapi/evidence-schemas';
 import { createSavedPayload, listSavedPayloads, savedPayloadSchemas } from '../saved-payloads/saved-payload.routes';
 import { listTenantAttempts } from './attempts';
 import { evidence, retainedPayloads } from './evidence';
@@ -76,7 +77,12 @@ export const flatRoutes: AuthedRoute[] = [
     method: 'get',
     path: '/v1/evidence',
     operationId: 'flat.evidence',
-    doc: { summary: 'Delivery evidence: a receipt per finished delivery (payload sha256, attempts, final status)', tag: TAG, response: listOf('evidence', { type: 'object', required: ['delivery_id', 'event_id', 'outcome', 'payload'] }), query: [...PAGE, 'status', 'event_id', 'destination_id', 'source_id', 'since', 'until'] },
+    doc: {
+      summary: 'Delivery evidence per finished delivery: payload sha256, attempts, final status, and each attempt\'s keyed receipt with its Merkle inclusion proof',
+      tag: TAG,
+      response: listOf('evidence', { type: 'object', required: ['delivery_id', 'event_id', 'outcome', 'payload', 'receipts'], properties: { receipts: { type: 'array', items: evidenceBundleSchema } } }),
+      query: [...PAGE, 'status', 'event_id', 'destination_id', 'source_id', 'since', 'until'],
+    },
     handler: async (ctx) => ok(await evidence(ctx.app, ctx.tenantId, ctx.query)),
   },
   {

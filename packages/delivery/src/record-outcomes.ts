@@ -16,8 +16,8 @@ export interface Outcome {
 // overwriting the newer owner's state; its attempt is still recorded.
 const RECORD_SQL = `
 WITH att AS (
-  INSERT INTO delivery_attempts (id, tenant_id, delivery_id, number, status_code, response_body, response_headers, error_kind, error, started_at, duration_ms)
-  SELECT a.id, a.tenant_id, a.delivery_id, a.number, a.status_code, a.body, a.headers::jsonb, a.kind, a.error, a.started_at, a.duration
+  INSERT INTO delivery_attempts (id, tenant_id, delivery_id, number, status_code, response_body, response_headers, error_kind, error, started_at, duration_ms, via)
+  SELECT a.id, a.tenant_id, a.delivery_id, a.number, a.status_code, a.body, a.headers::jsonb, a.kind, a.error, a.started_at, a.duration, $15
   FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[], $10::timestamptz[], $11::int[])
     AS a(id, tenant_id, delivery_id, number, status_code, body, headers, kind, error, started_at, duration)
 )
@@ -58,18 +58,43 @@ UPDATE events e SET
 FROM next n
 WHERE e.id = n.event_id AND n.status IS NOT NULL AND e.status IS DISTINCT FROM n.status`;
 
+export interface RecordOptions {
+  /** `delivery_attempts.via`: who made the attempt. */
+  via?: 'direct' | 'edge';
+  /**
+   * Record only the deliveries the lease still holds. Edge reports use it: a repeated
+   * report, or one for a lease that expired and went to another agent, changes nothing.
+   * The deliverer records every attempt it made, held or not.
+   */
+  onlyHeld?: boolean;
+}
+
 /**
  * Writes a batch's attempts and outcomes, then the status of their events, in one
  * transaction. The events are locked first (in id order) so that the aggregate is read
  * after any concurrent batch of the same event has committed: the last writer sees all.
+ * Returns the outcomes written.
  */
-export async function recordOutcomes(pool: Pool, leaseOwner: string, outcomes: Outcome[]): Promise<void> {
-  if (outcomes.length === 0) return;
-  const col = <T>(f: (o: Outcome) => T): T[] => outcomes.map(f);
-  const eventIds = [...new Set(col((o) => o.eventId))];
+export async function recordOutcomes(pool: Pool, leaseOwner: string, all: Outcome[], opts: RecordOptions = {}): Promise<Outcome[]> {
+  if (all.length === 0) return [];
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
+    let outcomes = all;
+    if (opts.onlyHeld) {
+      const { rows } = await client.query<{ id: string }>(
+        `SELECT id FROM deliveries WHERE id = ANY($1::text[]) AND lease_owner = $2 AND status = 'delivering' ORDER BY id FOR UPDATE`,
+        [all.map((o) => o.deliveryId), leaseOwner],
+      );
+      const held = new Set(rows.map((r) => r.id));
+      outcomes = all.filter((o) => held.has(o.deliveryId));
+      if (outcomes.length === 0) {
+        await client.query('ROLLBACK');
+        return [];
+      }
+    }
+    const col = <T>(f: (o: Outcome) => T): T[] => outcomes.map(f);
+    const eventIds = [...new Set(col((o) => o.eventId))];
     await client.query(RECORD_SQL, [
       col(() => newId('att')),
       col((o) => o.tenantId),
@@ -85,10 +110,12 @@ export async function recordOutcomes(pool: Pool, leaseOwner: string, outcomes: O
       col((o) => o.decision.status),
       col((o) => (o.decision.status === 'failed' ? Math.round(o.decision.delayMs) : 0)),
       leaseOwner,
+      opts.via ?? 'direct',
     ]);
     await client.query('SELECT 1 FROM events WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE', [eventIds]);
     await client.query(EVENTS_SQL, [eventIds]);
     await client.query('COMMIT');
+    return outcomes;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;

@@ -1,0 +1,64 @@
+import { errorKindOf, errorMessage, pickHeaders, readLimited, type AttemptReport, type WorkItem } from '@hookline/delivery/src/wire';
+import { Agent, request } from 'undici';
+
+export interface TargetSender {
+  /** Sends one leased delivery to its private target; never throws: failures are reports. */
+  send(item: WorkItem, responseBodyLimit: number): Promise<AttemptReport>;
+  close(): Promise<void>;
+}
+
+/**
+ * POSTs the exact bytes with the exact headers the service prepared (signatures and
+ * idempotency key included). No SSRF filtering here: the agent runs inside the customer's
+ * network precisely to reach private addresses, and only the customer's own enrolled
+ * destinations reach it. Redirects are not followed (a 3xx is a failed attempt).
+ */
+export function createTargetSender(): TargetSender {
+  const dispatcher = new Agent({ keepAliveTimeout: 4_000, keepAliveMaxTimeout: 60_000 });
+  return {
+    async send(item, limit) {
+      const startedAt = new Date();
+      const t0 = performance.now();
+      const base = { delivery_id: item.id, lease_owner: item.lease_owner, started_at: startedAt.toISOString() };
+      const abort = new AbortController();
+      const timer = setTimeout(() => abort.abort(), item.timeout_ms);
+      try {
+        const res = await request(item.url, {
+          dispatcher,
+          method: item.method as 'POST',
+          headers: item.headers,
+          body: Buffer.from(item.body_base64, 'base64'),
+          signal: abort.signal,
+          headersTimeout: item.timeout_ms,
+          bodyTimeout: item.timeout_ms,
+        });
+        const responseBody = await readLimited(res.body, limit);
+        const s = res.statusCode;
+        const ok = s >= 200 && s < 300;
+        return {
+          ...base,
+          status_code: s,
+          response_body: responseBody,
+          response_headers: pickHeaders(res.headers),
+          error_kind: ok ? null : s >= 300 && s < 400 ? 'redirect' : 'http_error',
+          error: ok ? null : `HTTP ${s}`,
+          duration_ms: Math.round(performance.now() - t0),
+        };
+      } catch (err) {
+        const timedOut = abort.signal.aborted;
+        return {
+          ...base,
+          status_code: null,
+          response_body: null,
+          response_headers: null,
+          error_kind: errorKindOf(err, timedOut),
+          error: timedOut ? `no answer within ${item.timeout_ms} ms` : errorMessage(err),
+          duration_ms: Math.round(performance.now() - t0),
+        };
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    close: () => dispatcher.close(),
+  };
+}

@@ -1,0 +1,77 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '@hookline/logger';
+import type { Metrics } from './metrics';
+import type { Span, Tracer } from './tracer';
+
+export interface HttpObservation {
+  /** The route pattern (`/in/{ingester_id}`), never the raw path: it labels the metrics. Set it once known. */
+  route: string;
+  /** Extra log fields of the request (ids only: event, ingester, tenant…). */
+  fields: Record<string, unknown>;
+  span: Span;
+}
+
+export interface HttpObserverDeps {
+  metrics: Metrics;
+  logger: Logger;
+  tracer: Tracer;
+  /** Level of the line of a 1xx–3xx answer (4xx is `info`, 5xx `warn`). */
+  successLevel?: 'debug' | 'info';
+}
+
+/**
+ * Observes one request until its response is finished (or the socket closes): counts it,
+ * times it, ends its span and writes one log line with the request and trace ids. Never
+ * logs headers or bodies. The caller sets `route` (and `fields`) while the request runs.
+ */
+export function observeHttp(deps: HttpObserverDeps, req: IncomingMessage, res: ServerResponse, route = 'unmatched'): HttpObservation {
+  const started = performance.now();
+  const method = req.method ?? 'GET';
+  const span = deps.tracer.start(`${method} ${route}`, 'server', req.headers['traceparent']);
+  const obs: HttpObservation = { route, fields: {}, span };
+  let finished = false;
+  const done = (): void => {
+    if (finished) return;
+    finished = true;
+    const seconds = (performance.now() - started) / 1000;
+    const status = res.headersSent ? res.statusCode : 499; // 499: the client went away first
+    const labels = { method, route: obs.route, status: String(status) };
+    deps.metrics.httpRequests.inc(labels);
+    deps.metrics.httpDuration.observe(labels, seconds);
+    span.end({ 'http.request.method': method, 'http.route': obs.route, 'http.response.status_code': status }, status >= 500 ? `HTTP ${status}` : undefined, `${method} ${obs.route}`);
+    const level = status >= 500 ? 'warn' : status >= 400 ? 'info' : (deps.successLevel ?? 'info');
+    if (!deps.logger.isLevelEnabled(level)) return;
+    const requestId = res.getHeader('x-request-id');
+    deps.logger.log(level, 'request', {
+      method,
+      route: obs.route,
+      status,
+      duration_ms: Math.round(seconds * 10_000) / 10,
+      request_id: typeof requestId === 'string' ? requestId : undefined,
+      trace_id: span.context.traceId,
+      ...obs.fields,
+    });
+  };
+  res.once('finish', done);
+  res.once('close', done);
+  return obs;
+}
+
+type ExpressLike = IncomingMessage & { route?: { path?: unknown }; baseUrl?: string };
+
+/**
+ * The same for express: the route pattern is express's matched route (`req.route.path`
+ * under `req.baseUrl`), or `unmatched` for 404s, so raw paths never become labels.
+ */
+export function httpObserverMiddleware(deps: HttpObserverDeps): (req: IncomingMessage, res: ServerResponse, next: () => void) => void {
+  return (req, res, next) => {
+    let obs: HttpObservation | undefined;
+    // Registered before observeHttp's own listener, so the route is set when it runs.
+    res.once('finish', () => {
+      const r = req as ExpressLike;
+      if (obs && typeof r.route?.path === 'string') obs.route = `${r.baseUrl ?? ''}${r.route.path}`;
+    });
+    obs = observeHttp(deps, req, res);
+    next();
+  };
+}

@@ -1,0 +1,23 @@
+import { loadConfig, type ConfigOf, type EnvSchema } from '@hookline/config';
+import { deliveryPolicyEnv, edgeStatusEnv } from '@hookline/delivery';
+
+/**
+ * What the agent-facing endpoints read from the environment, beside the api's own config:
+ * the same delivery policy as the deliverer (an edge attempt is recorded like a direct
+ * one), the signature window, leases and long-poll bounds.
+ */
+export const edgeEnv = {
+  ...deliveryPolicyEnv,
+  ...edgeStatusEnv,
+  EDGE_SIGNATURE_TOLERANCE_SECONDS: { type: 'integer', default: 300, minimum: 1, description: 'clock tolerance of signed agent requests' },
+  EDGE_LEASE_MS: { type: 'integer', default: 60_000, minimum: 500, description: 'lease of a delivery handed to an agent (stretched to timeout + half of it for slow destinations)' },
+  EDGE_MAX_WAIT_SECONDS: { type: 'integer', default: 30, minimum: 0, maximum: 120, description: 'longest long-poll of a work request' },
+  EDGE_WORK_POLL_MS: { type: 'integer', default: 500, minimum: 10, description: 'how often a waiting work request looks for due deliveries' },
+  EDGE_BATCH_MAX: { type: 'integer', default: 100, minimum: 1, maximum: 1000, description: 'deliveries per work response at most' },
+} as const satisfies EnvSchema;
+
+export type EdgeConfig = ConfigOf<typeof edgeEnv>;
+
+export function loadEdgeConfig(env: NodeJS.ProcessEnv = process.env): EdgeConfig {
+  return loadConfig(edgeEnv, env);
+}

@@ -1,0 +1,62 @@
+import type { ApiPlugin } from '../app';
+import { loadEdgeConfig } from './edge-config';
+import { createEdgeDeps } from './edge-deps';
+import { createEdgeRouter } from './edge.router';
+import { reportRequestSchema, reportResponseSchema, workRequestSchema, workResponseSchema } from './edge.schemas';
+
+const SIGNED =
+  'Signed with the cluster key issued at enrollment: X-Service-Timestamp: <unix s> and X-Service-Signature: t=<unix s>,v1=<hex HMAC-SHA256(key, "<t>.<raw body>")>. ' +
+  'Outside EDGE_SIGNATURE_TOLERANCE_SECONDS, a wrong key or signature, an unknown cluster, or a signature already used → 401 (no delivery data).';
+
+const problem = (description: string) => ({ description, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } });
+
+function operation(operationId: string, summary: string, description: string, request: object, response: object) {
+  return {
+    post: {
+      operationId,
+      summary,
+      description: `${description} ${SIGNED}`,
+      tags: ['Edge'],
+      security: [{ serviceSignature: [] }],
+      parameters: [{ name: 'cid', in: 'path', required: true, schema: { type: 'string' } }],
+      requestBody: { required: true, content: { 'application/json': { schema: request } } },
+      responses: {
+        200: { description: 'Success', content: { 'application/json': { schema: response } } },
+        400: problem('Invalid body'),
+        401: problem('Bad, expired, replayed or missing signature'),
+        500: problem('Unexpected failure'),
+        503: problem('Replay check unavailable'),
+      },
+    },
+  };
+}
+
+/**
+ * The edge agents' endpoints as an api plugin: mounted by main.ts, documented in
+ * /v1/openapi.json. Its settings come from the environment (edge-config.ts), read once here.
+ */
+export function edgePlugin(env: NodeJS.ProcessEnv = process.env): ApiPlugin {
+  const config = loadEdgeConfig(env);
+  return {
+    name: 'edge',
+    mount(app, ctx) {
+      app.use(createEdgeRouter(createEdgeDeps({ pool: ctx.pool, redis: ctx.redis, prefix: ctx.config.QUEUE_PREFIX, logger: ctx.logger, box: ctx.box }, config)));
+    },
+    openApiPaths: {
+      '/v1/edge/clusters/{cid}/work': operation(
+        'edge.work',
+        'Lease due deliveries to an edge agent (long-poll)',
+        'Answers as soon as deliveries of the cluster are due (up to max), else after wait_seconds with none. Each is leased to this request (lease_owner) until lease_until; a lease that expires unreported is handed out again. max 0 is a heartbeat.',
+        workRequestSchema,
+        workResponseSchema,
+      ),
+      '/v1/edge/clusters/{cid}/reports': operation(
+        'edge.reports',
+        'Report attempts made by an edge agent',
+        'Recorded exactly like direct attempts (retries, backoff, DLQ, event statuses). Idempotent: a report whose lease no longer holds the delivery (repeated, or re-leased) is ignored.',
+        reportRequestSchema,
+        reportResponseSchema,
+      ),
+    },
+  };
+}

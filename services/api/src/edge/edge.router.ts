@@ -1,0 +1,59 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import express, { type Request, type Response, type Router } from 'express';
+import { edgePaths, type ReportRequest, type ReportResponse, type WorkRequest, type WorkResponse } from '@hookline/delivery';
+import { assertValid } from '../http/validate';
+import { touchCluster } from './cluster-status';
+import { verifyEdgeRequest, type EdgeCluster } from './edge-auth';
+import type { EdgeDeps } from './edge-deps';
+import { leaseWork } from './lease-work';
+import { recordReports } from './record-reports';
+import { reportRequestSchema, workRequestSchema } from './edge.schemas';
+
+/** Authenticates, validates and marks the cluster seen; the handler gets a typed body. */
+async function accept<T extends { agent_version: string }>(deps: EdgeDeps, req: Request, schema: Record<string, unknown>): Promise<{ cluster: EdgeCluster; body: T }> {
+  const cluster = await verifyEdgeRequest(deps, req);
+  assertValid(schema, req.body ?? null);
+  const body = req.body as T;
+  await touchCluster(deps.pool, cluster.id, body.agent_version);
+  return { cluster, body };
+}
+
+/**
+ * Long-poll: leases due deliveries as soon as there are some, else looks again every
+ * EDGE_WORK_POLL_MS until the wait is over. Nothing is leased for a caller that left.
+ */
+async function work(deps: EdgeDeps, req: Request, res: Response): Promise<void> {
+  const { cluster, body } = await accept<WorkRequest>(deps, req, workRequestSchema);
+  let gone = false;
+  res.on('close', () => (gone = true));
+  const max = Math.min(body.max, deps.config.EDGE_BATCH_MAX);
+  const deadline = Date.now() + Math.min(body.wait_seconds, deps.config.EDGE_MAX_WAIT_SECONDS) * 1000;
+  let deliveries: WorkResponse['deliveries'] = [];
+  while (max > 0 && !gone) {
+    deliveries = await leaseWork(deps, cluster, { agentId: body.agent_id, max });
+    const left = deadline - Date.now();
+    if (deliveries.length > 0 || left <= 0) break;
+    await sleep(Math.min(deps.config.EDGE_WORK_POLL_MS, left));
+  }
+  if (deliveries.length > 0) deps.logger.debug('leased deliveries to an agent', { cluster_id: cluster.id, agent_id: body.agent_id, count: deliveries.length });
+  const out: WorkResponse = { deliveries, response_body_limit: deps.config.RESPONSE_BODY_LIMIT };
+  res.json(out);
+}
+
+async function reports(deps: EdgeDeps, req: Request, res: Response): Promise<void> {
+  const { cluster, body } = await accept<ReportRequest>(deps, req, reportRequestSchema);
+  const out: ReportResponse = { results: await recordReports(deps, cluster, body.reports) };
+  res.json(out);
+}
+
+/**
+ * The agent-facing endpoints (outbound-only agents call in; the service never connects
+ * to a private network): `POST /v1/edge/clusters/{cid}/work` and `…/reports`, both
+ * HMAC-signed with the cluster key. Errors go to the api's problem-details middleware.
+ */
+export function createEdgeRouter(deps: EdgeDeps): Router {
+  const router = express.Router();
+  router.post(edgePaths.work(':cid'), (req, res) => work(deps, req, res));
+  router.post(edgePaths.reports(':cid'), (req, res) => reports(deps, req, res));
+  return router;
+}

@@ -1,0 +1,86 @@
+// JSON Schemas of the agent-facing bodies: ajv validates requests with them and the
+// OpenAPI document shows them (edge.openapi.ts). Wire types: @hookline/delivery edge-protocol.
+import { ERROR_KINDS, MAX_REPORTS_PER_REQUEST } from '@hookline/delivery';
+
+const signed = {
+  agent_id: { type: 'string', minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._:@-]+$' },
+  agent_version: { type: 'string', maxLength: 100 },
+  nonce: { type: 'string', minLength: 8, maxLength: 100 },
+};
+
+export const workRequestSchema = {
+  type: 'object',
+  required: ['agent_id', 'agent_version', 'nonce', 'max', 'wait_seconds'],
+  properties: {
+    ...signed,
+    max: { type: 'integer', minimum: 0, maximum: 1000, description: '0 is a heartbeat: answered at once, nothing leased' },
+    wait_seconds: { type: 'integer', minimum: 0, maximum: 120 },
+  },
+  additionalProperties: false,
+};
+
+export const reportSchema = {
+  type: 'object',
+  required: ['delivery_id', 'lease_owner', 'status_code', 'started_at', 'duration_ms'],
+  properties: {
+    delivery_id: { type: 'string', maxLength: 64 },
+    lease_owner: { type: 'string', maxLength: 200 },
+    status_code: { type: ['integer', 'null'], minimum: 100, maximum: 599 },
+    response_body: { type: ['string', 'null'] },
+    response_headers: { type: ['object', 'null'], additionalProperties: { type: 'string' } },
+    error_kind: { type: ['string', 'null'], enum: [...ERROR_KINDS, null] },
+    error: { type: ['string', 'null'] },
+    started_at: { type: 'string', format: 'date-time' },
+    duration_ms: { type: 'integer', minimum: 0, maximum: 86_400_000 },
+  },
+  additionalProperties: false,
+};
+
+export const reportRequestSchema = {
+  type: 'object',
+  required: ['agent_id', 'agent_version', 'nonce', 'reports'],
+  properties: { ...signed, reports: { type: 'array', minItems: 1, maxItems: MAX_REPORTS_PER_REQUEST, items: reportSchema } },
+  additionalProperties: false,
+};
+
+export const workItemSchema = {
+  type: 'object',
+  required: ['id', 'lease_owner', 'url', 'method', 'headers', 'body_base64', 'timeout_ms', 'lease_until'],
+  properties: {
+    id: { type: 'string', pattern: '^dlv_' },
+    lease_owner: { type: 'string' },
+    url: { type: 'string', description: 'may be a private address: it is resolved by the agent, inside the customer network' },
+    method: { type: 'string', enum: ['POST', 'PUT', 'PATCH'] },
+    headers: { type: 'object', additionalProperties: { type: 'string' }, description: 'the exact outbound headers, signatures and X-Service-Delivery-Idempotency-Key included' },
+    body_base64: { type: 'string', description: 'the exact raw bytes of the event' },
+    timeout_ms: { type: 'integer' },
+    lease_until: { type: 'string', format: 'date-time' },
+  },
+};
+
+export const workResponseSchema = {
+  type: 'object',
+  required: ['deliveries', 'response_body_limit'],
+  properties: { deliveries: { type: 'array', items: workItemSchema }, response_body_limit: { type: 'integer' } },
+};
+
+export const reportResponseSchema = {
+  type: 'object',
+  required: ['results'],
+  properties: {
+    results: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['delivery_id', 'result'],
+        properties: {
+          delivery_id: { type: 'string' },
+          result: { type: 'string', enum: ['recorded', 'ignored'] },
+          attempt: { type: 'integer' },
+          status: { type: 'string', enum: ['delivered', 'failed', 'exhausted'] },
+          reason: { type: 'string', enum: ['not_leased'] },
+        },
+      },
+    },
+  },
+};

@@ -1,0 +1,120 @@
+import { randomBytes } from 'node:crypto';
+import { basicAuth, buildHeaders, decide, destinationSettings, recordOutcomes, type Outcome, type WorkItem } from '@hookline/delivery';
+import type { EdgeCluster } from './edge-auth';
+import type { EdgeDeps } from './edge-deps';
+
+interface Row {
+  id: string;
+  tenant_id: string;
+  event_id: string;
+  attempt_count: number;
+  replay_count: number;
+  lease_until: Date;
+  url: string;
+  method: string;
+  config: unknown;
+  secrets: string[] | null;
+  correlation_id: string;
+  received_at: Date;
+  type: string | null;
+  body: Buffer | null;
+  content_type: string | null;
+}
+
+// Competing consumers: lock the cluster's due deliveries (skipping rows another agent's
+// lease statement holds), lease them to this poll, and return them with what sending
+// needs. Also takes `delivering` rows whose lease expired: an agent that vanished.
+const LEASE_SQL = `
+WITH cand AS (
+  SELECT d.id FROM deliveries d JOIN destinations t ON t.id = d.destination_id
+  WHERE t.cluster_id = $1 AND t.tenant_id = $2 AND t.state = 'ACTIVE'
+    AND ((d.status IN ('pending', 'failed', 'replaying') AND d.next_attempt_at <= now())
+      OR (d.status = 'delivering' AND d.lease_until < now()))
+  ORDER BY d.next_attempt_at
+  LIMIT $3
+  FOR UPDATE OF d SKIP LOCKED
+), leased AS (
+  UPDATE deliveries d
+  SET status = 'delivering', lease_until = now() + $4::float8 * interval '1 millisecond', lease_owner = $5, updated_at = now()
+  FROM cand WHERE d.id = cand.id
+  RETURNING d.id, d.tenant_id, d.event_id, d.destination_id, d.attempt_count, d.replay_count, d.lease_until
+)
+SELECT l.*, t.url, t.method, t.config, t.secrets, e.correlation_id, e.received_at, e.type, p.body, p.content_type
+FROM leased l
+JOIN destinations t ON t.id = l.destination_id
+JOIN events e ON e.id = l.event_id
+LEFT JOIN event_payloads p ON p.event_id = l.event_id
+ORDER BY l.id`;
+
+/** A lease covers the send (the destination's timeout) plus half a lease to report it. */
+export function leaseMsFor(leaseMs: number, timeoutMs: number): number {
+  return Math.max(leaseMs, timeoutMs + Math.ceil(leaseMs / 2));
+}
+
+function toItem(deps: EdgeDeps, r: Row & { body: Buffer }, leaseOwner: string, leaseUntil: Date, settings: ReturnType<typeof destinationSettings>): WorkItem {
+  const url = new URL(r.url);
+  const auth = basicAuth(url);
+  url.username = '';
+  url.password = '';
+  const headers = buildHeaders({
+    deliveryId: r.id,
+    eventId: r.event_id,
+    eventType: r.type,
+    correlationId: r.correlation_id,
+    receivedAt: r.received_at,
+    body: r.body,
+    contentType: r.content_type,
+    secrets: (r.secrets ?? []).map(deps.openSecret).filter((s): s is string => s !== null),
+    customHeaders: settings.headers,
+  });
+  return {
+    id: r.id,
+    lease_owner: leaseOwner,
+    url: Object.keys(auth).length > 0 ? url.toString() : r.url,
+    method: settings.method,
+    headers: { ...auth, ...headers },
+    body_base64: r.body.toString('base64'),
+    timeout_ms: settings.timeoutMs,
+    lease_until: leaseUntil.toISOString(),
+  };
+}
+
+/**
+ * Leases up to `max` due deliveries of the cluster to one agent poll and returns them
+ * ready to send. A delivery whose retained payload was purged is not handed out: its
+ * attempt is recorded here (`payload_missing`, to the DLQ), as the deliverer does.
+ */
+export async function leaseWork(deps: EdgeDeps, cluster: EdgeCluster, input: { agentId: string; max: number }): Promise<WorkItem[]> {
+  const leaseOwner = `edge:${input.agentId}:${randomBytes(6).toString('hex')}`;
+  const { rows } = await deps.pool.query<Row>(LEASE_SQL, [cluster.id, cluster.tenantId, input.max, deps.config.EDGE_LEASE_MS, leaseOwner]);
+  if (rows.length === 0) return [];
+  const items: WorkItem[] = [];
+  const missing: Outcome[] = [];
+  const longer: { id: string; ms: number }[] = [];
+  const now = new Date();
+  for (const r of rows) {
+    const settings = destinationSettings(r.method, r.config, deps.policy.defaults);
+    if (!r.body) {
+      const result = { statusCode: null, errorKind: 'payload_missing' as const, error: 'the retained payload was purged', responseBody: null, responseHeaders: null, startedAt: now, durationMs: 0 };
+      const attemptNumber = r.attempt_count + 1;
+      missing.push({ deliveryId: r.id, tenantId: r.tenant_id, eventId: r.event_id, attemptNumber, result, decision: decide(settings, deps.policy.backoff, result, attemptNumber, r.replay_count) });
+      continue;
+    }
+    const ms = leaseMsFor(deps.config.EDGE_LEASE_MS, settings.timeoutMs);
+    let until = r.lease_until;
+    if (ms > deps.config.EDGE_LEASE_MS) {
+      longer.push({ id: r.id, ms });
+      until = new Date(r.lease_until.getTime() + ms - deps.config.EDGE_LEASE_MS);
+    }
+    items.push(toItem(deps, { ...r, body: r.body }, leaseOwner, until, settings));
+  }
+  if (longer.length > 0) {
+    await deps.pool.query(
+      `UPDATE deliveries d SET lease_until = d.lease_until + (u.ms - $3::float8) * interval '1 millisecond'
+       FROM unnest($1::text[], $2::float8[]) AS u(id, ms) WHERE d.id = u.id AND d.lease_owner = $4`,
+      [longer.map((l) => l.id), longer.map((l) => l.ms), deps.config.EDGE_LEASE_MS, leaseOwner],
+    );
+  }
+  await recordOutcomes(deps.pool, leaseOwner, missing, { via: 'edge' });
+  return items;
+}

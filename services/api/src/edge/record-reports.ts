@@ -1,0 +1,90 @@
+import {
+  decide,
+  destinationSettings,
+  ERROR_KINDS,
+  pickHeaders,
+  recordOutcomes,
+  truncateBody,
+  type AttemptReport,
+  type ErrorKind,
+  type Outcome,
+  type ReportResult,
+  type SendResult,
+} from '@hookline/delivery';
+import type { EdgeCluster } from './edge-auth';
+import type { EdgeDeps } from './edge-deps';
+
+interface Held {
+  id: string;
+  tenant_id: string;
+  event_id: string;
+  attempt_count: number;
+  replay_count: number;
+  method: string;
+  config: unknown;
+}
+
+// Kinds an agent may report for a request that got no answer; the rest are the service's own.
+const NETWORK_KINDS = new Set<string>(ERROR_KINDS.filter((k) => !['http_error', 'redirect', 'payload_missing', 'edge_unavailable', 'ssrf_blocked'].includes(k)));
+
+/**
+ * An agent's report as the attempt the deliverer would have recorded: the error kind
+ * follows from the status the same way, the body and headers are cut the same way.
+ */
+export function toSendResult(r: AttemptReport, bodyLimit: number): SendResult {
+  const s = r.status_code;
+  const answered = s !== null;
+  const errorKind: ErrorKind | null = answered
+    ? s >= 200 && s < 300
+      ? null
+      : s >= 300 && s < 400
+        ? 'redirect'
+        : 'http_error'
+    : NETWORK_KINDS.has(r.error_kind ?? '')
+      ? (r.error_kind as ErrorKind)
+      : 'connect';
+  return {
+    statusCode: s,
+    errorKind,
+    error: !errorKind ? null : answered ? `HTTP ${s}` : (r.error ?? errorKind).slice(0, 500),
+    responseBody: r.response_body === null || r.response_body === undefined ? null : truncateBody(Buffer.from(r.response_body, 'utf8'), bodyLimit),
+    responseHeaders: r.response_headers ? pickHeaders(r.response_headers) : null,
+    startedAt: new Date(r.started_at),
+    durationMs: r.duration_ms,
+  };
+}
+
+const HELD_SQL = `
+SELECT d.id, d.tenant_id, d.event_id, d.attempt_count, d.replay_count, t.method, t.config
+FROM deliveries d JOIN destinations t ON t.id = d.destination_id
+WHERE d.id = ANY($1::text[]) AND t.cluster_id = $2 AND d.lease_owner = $3 AND d.status = 'delivering'`;
+
+/**
+ * Records reported attempts exactly like direct ones (same retry policy, DLQ and event
+ * statuses, in @hookline/delivery). Only while the reporting lease still holds the
+ * delivery: a repeated report, or one whose lease went to another agent, is `ignored`
+ * and changes nothing.
+ */
+export async function recordReports(deps: EdgeDeps, cluster: EdgeCluster, reports: AttemptReport[]): Promise<ReportResult[]> {
+  const unique = [...new Map(reports.map((r) => [r.delivery_id, r] as const)).values()];
+  const byOwner = new Map<string, AttemptReport[]>();
+  for (const r of unique) byOwner.set(r.lease_owner, [...(byOwner.get(r.lease_owner) ?? []), r]);
+  const recorded = new Map<string, ReportResult>();
+  for (const [owner, group] of byOwner) {
+    const { rows } = await deps.pool.query<Held>(HELD_SQL, [group.map((r) => r.delivery_id), cluster.id, owner]);
+    const held = new Map(rows.map((h) => [h.id, h]));
+    const outcomes: Outcome[] = [];
+    for (const r of group) {
+      const h = held.get(r.delivery_id);
+      if (!h) continue;
+      const result = toSendResult(r, deps.config.RESPONSE_BODY_LIMIT);
+      const settings = destinationSettings(h.method, h.config, deps.policy.defaults);
+      const attemptNumber = h.attempt_count + 1;
+      outcomes.push({ deliveryId: h.id, tenantId: h.tenant_id, eventId: h.event_id, attemptNumber, result, decision: decide(settings, deps.policy.backoff, result, attemptNumber, h.replay_count) });
+    }
+    for (const o of await recordOutcomes(deps.pool, owner, outcomes, { via: 'edge', onlyHeld: true })) {
+      recorded.set(o.deliveryId, { delivery_id: o.deliveryId, result: 'recorded', attempt: o.attemptNumber, status: o.decision.status });
+    }
+  }
+  return reports.map((r) => recorded.get(r.delivery_id) ?? { delivery_id: r.delivery_id, result: 'ignored', reason: 'not_leased' });
+}

@@ -1,0 +1,189 @@
+import * as z from 'zod';
+import { MANIFEST_SCHEMA } from '@hookline/evidence';
+import type { ExtraPaths } from '../openapi/build-openapi';
+import { ERROR_DESCRIPTIONS } from '../openapi/components';
+import { jsonSchemaOf } from '../openapi/evidence-schemas';
+import { createKeyBody } from './mcp-keys';
+import { bundleSchema, deliverySchema, healthSchema, logEntrySchema, planeSchema } from './tools/output-schemas';
+
+type Doc = Record<string, unknown>;
+
+const MCP_KEY = [{ mcpApiKey: [] }];
+/** Key management: a control-API credential, or an MCP key holding mcp:admin:keys. */
+const KEY_ADMIN = [{ apiKey: [] }, { bearer: [] }, { mcpApiKey: [] }];
+const TAG = 'MCP';
+
+const problem = (status: number, description = ERROR_DESCRIPTIONS[status] ?? 'Error'): Doc => ({
+  description,
+  content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+});
+const json = (schema: Doc, description = 'Success'): Doc => ({ description, content: { 'application/json': { schema } } });
+const pathParams = (...names: string[]): Doc[] => names.map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } }));
+const errors = (...statuses: number[]): Doc => Object.fromEntries([...statuses, 500].map((s) => [s, problem(s)]));
+
+interface Op {
+  operationId: string;
+  summary: string;
+  description?: string;
+  security: readonly Doc[];
+  scope?: string;
+  params?: Doc[];
+  body?: Doc;
+  responses: Doc;
+}
+
+const op = (o: Op): Doc => ({
+  operationId: o.operationId,
+  summary: o.summary,
+  ...(o.description ? { description: o.description } : {}),
+  tags: [TAG],
+  security: o.security,
+  ...(o.scope ? { 'x-required-scope': o.scope } : {}),
+  parameters: o.params ?? [],
+  ...(o.body ? { requestBody: { required: true, content: { 'application/json': { schema: o.body } } } } : {}),
+  responses: o.responses,
+});
+
+/** A REST mirror read (SPEC.md, MCP evidence endpoints): MCP key, one scope. */
+const mirror = (operationId: string, summary: string, scope: string, response: Doc, params: string[] = [], extra: Doc[] = []): Doc => ({
+  get: op({ operationId, summary, security: MCP_KEY, scope, params: [...pathParams(...params), ...extra], responses: { 200: json(response), ...errors(...(extra.length ? [400] : []), 401, 403, ...(params.length ? [404] : [])) } }),
+});
+
+const keyView = {
+  type: 'object',
+  required: ['id', 'name', 'prefix', 'scopes', 'tool_groups', 'created_at', 'last_used_at', 'expires_at', 'revoked_at'],
+  properties: {
+    id: { type: 'string' },
+    name: { type: 'string' },
+    prefix: { type: 'string' },
+    scopes: { type: 'array', items: { type: 'string' } },
+    tool_groups: { type: 'array', items: { type: 'string', enum: ['retry', 'replay', 'configuration'] } },
+    created_at: { type: 'string', format: 'date-time' },
+    last_used_at: { type: ['string', 'null'], format: 'date-time' },
+    expires_at: { type: ['string', 'null'], format: 'date-time' },
+    revoked_at: { type: ['string', 'null'], format: 'date-time' },
+    key: { type: 'string', description: 'The mcp_… key: in the creation answer only (stored as sha256)' },
+  },
+};
+
+const KEY_ACCESS = 'A control-API credential (read:api-keys to list, write:api-keys to change) or an MCP key with mcp:admin:keys; enabling a write group needs write:api-keys. Writes are audited.';
+const keyOp = (operationId: string, summary: string, params: string[], status: number, extraErrors: number[], body?: Doc): Doc =>
+  op({ operationId, summary, description: KEY_ACCESS, security: KEY_ADMIN, params: pathParams('tid', ...params), body, responses: { [status]: json(keyView), ...errors(...extraErrors, 401, 403, 404) } });
+
+const jsonRpc = { type: 'object', required: ['jsonrpc'], properties: { jsonrpc: { const: '2.0' } }, description: 'JSON-RPC 2.0 message (MCP)' };
+const notAllowed = (method: string): Doc => ({
+  operationId: `mcp.endpoint.${method}`,
+  summary: `${method.toUpperCase()} is not served: the endpoint is stateless (no SSE stream, no session)`,
+  tags: [TAG],
+  security: [],
+  parameters: [],
+  responses: errors(405),
+});
+
+/** The MCP surface: the Streamable HTTP endpoint, the REST mirror, tool calls and key management. */
+export const mcpPaths: ExtraPaths = {
+  '/v1/mcp': {
+    post: op({
+      operationId: 'mcp.endpoint',
+      summary: 'MCP Streamable HTTP endpoint (stateless, JSON responses)',
+      description:
+        'JSON-RPC 2.0 messages of the Model Context Protocol (initialize, tools/list, tools/call, …). Send Accept: application/json, text/event-stream. Each tool needs its MCP scope; write tool groups answer a tool error write-tool-disabled (tool_group) until enabled for the key. Transport errors (bad Accept or content type, malformed JSON-RPC) answer a JSON-RPC error body, as MCP requires.',
+      security: MCP_KEY,
+      body: { oneOf: [jsonRpc, { type: 'array', items: jsonRpc }] },
+      responses: {
+        200: json(jsonRpc, 'JSON-RPC response'),
+        202: { description: 'Notification accepted (no body)' },
+        400: { description: 'Invalid JSON (problem details) or invalid JSON-RPC (JSON-RPC error)', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } }, 'application/json': { schema: jsonRpc } } },
+        401: problem(401),
+        406: json(jsonRpc, 'Accept lacks application/json and text/event-stream (JSON-RPC error)'),
+        415: json(jsonRpc, 'Content-Type is not application/json (JSON-RPC error)'),
+        500: problem(500),
+      },
+    }),
+    get: notAllowed('get'),
+    delete: notAllowed('delete'),
+  },
+  '/v1/mcp/health': mirror('mcp.health', 'Service health with build/version metadata', 'mcp:read:health', jsonSchemaOf(healthSchema)),
+  '/v1/mcp/endpoints': mirror('mcp.endpoints', 'The MCP endpoints and tools, with the scope or write group each needs and whether this key may call it', 'mcp:read:endpoints', {
+    type: 'object',
+    required: ['endpoints', 'tools'],
+    properties: { endpoints: { type: 'array', items: { type: 'object', required: ['method', 'path', 'scope'] } }, tools: { type: 'array', items: { type: 'object', required: ['name', 'enabled'] } } },
+  }),
+  '/v1/mcp/evidence/{id}': mirror(
+    'mcp.evidence',
+    'Evidence bundles (receipt, inclusion proof, root) of a receipt, attempt, delivery, event or Merkle root id',
+    'mcp:read:evidence',
+    jsonSchemaOf(z.object({ resource_id: z.string(), receipts: z.array(bundleSchema) })),
+    ['id'],
+  ),
+  '/v1/mcp/deliveries/{id}/status': mirror('mcp.deliveryStatus', 'Delivery status and outcome', 'mcp:read:deliveries', jsonSchemaOf(deliverySchema.extend({ outcome: z.string() })), ['id']),
+  '/v1/mcp/planes': mirror('mcp.planes', 'Operational planes (control, delivery, edge clusters) and their status', 'mcp:read:planes', jsonSchemaOf(z.object({ planes: z.array(planeSchema) }))),
+  '/v1/mcp/logs/{id}': mirror(
+    'mcp.logs',
+    'Logs of a delivery, event or ingester (attempts, rejections, state, audit), newest first',
+    'mcp:read:logs',
+    jsonSchemaOf(z.object({ resource_id: z.string(), entries: z.array(logEntrySchema) })),
+    ['id'],
+    [
+      { name: 'level', in: 'query', required: false, schema: { type: 'string', enum: ['info', 'warn', 'error'] } },
+      { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 100 } },
+    ],
+  ),
+  '/v1/mcp/tools/{name}': {
+    post: op({
+      operationId: 'mcp.callTool',
+      summary: 'Call one MCP tool over plain HTTP (the body is its arguments)',
+      description: 'A read tool needs its MCP scope (403 insufficient-scope); a write tool needs its group enabled for the key (403 write-tool-disabled with tool_group). Write calls are audited, refusals included.',
+      security: MCP_KEY,
+      params: pathParams('name'),
+      body: { type: 'object', description: "The tool's input schema (tools/list)" },
+      responses: { 200: json({ type: 'object', description: "The tool's output schema (tools/list)" }), ...errors(400, 401, 403, 404, 409) },
+    }),
+  },
+  '/v1/tenants/{tid}/mcp-keys': {
+    get: op({
+      operationId: 'mcp.keys.list',
+      summary: "List the tenant's MCP keys (never the keys themselves)",
+      description: KEY_ACCESS,
+      security: KEY_ADMIN,
+      params: pathParams('tid'),
+      responses: { 200: json({ type: 'object', required: ['mcp_keys'], properties: { mcp_keys: { type: 'array', items: keyView } } }), ...errors(401, 403, 404) },
+    }),
+    post: keyOp('mcp.keys.create', 'Create an mcp_… key (read scopes by default; shown once)', [], 201, [400, 422], jsonSchemaOf(createKeyBody)),
+  },
+  '/v1/tenants/{tid}/mcp-keys/{kid}': { delete: keyOp('mcp.keys.revoke', 'Revoke an MCP key at once (its write groups go with it)', ['kid'], 200, []) },
+  '/v1/tenants/{tid}/mcp-keys/{kid}/tool-groups/{group}': {
+    put: keyOp('mcp.keys.enableToolGroup', 'Enable a write tool group (retry, replay, configuration) for a key', ['kid', 'group'], 200, [400, 409]),
+    delete: keyOp('mcp.keys.disableToolGroup', 'Disable a write tool group for a key', ['kid', 'group'], 200, [400, 409]),
+  },
+};
+
+const { $schema: _dialect, $id: _id, ...manifestSchema } = MANIFEST_SCHEMA;
+const discoveryDoc = { type: 'object', required: ['@context', '@type', 'schema_version', 'generated_at'] };
+
+/**
+ * One GET per published discovery document (the router serves them through a wildcard):
+ * `…/v1/` is documented as `…/v1` (express answers both).
+ */
+export function discoveryPaths(documentPaths: readonly string[]): ExtraPaths {
+  return Object.fromEntries(
+    documentPaths.map((p) => {
+      const path = p.endsWith('/') ? p.slice(0, -1) : p;
+      const name = path.split('/').pop() ?? path;
+      return [
+        path,
+        {
+          get: {
+            operationId: `discovery.${path.split('/')[2]}.${name.replace(/\.json$/, '')}`,
+            summary: `Discovery document ${path}`,
+            description: 'Public (no tenant data). Generated when the api starts, from the code registries and the test files present.',
+            tags: ['Discovery'],
+            security: [],
+            parameters: [],
+            responses: { 200: json(name === 'capability-manifest.json' ? manifestSchema : discoveryDoc), 500: problem(500) },
+          },
+        },
+      ];
+    }),
+  );
+}

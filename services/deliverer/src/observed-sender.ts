@@ -1,0 +1,32 @@
+import { parseTraceparent, type Metrics, type Tracer } from '@hookline/observability';
+import type { Logger } from '@hookline/logger';
+import type { HttpSender } from './http-sender';
+
+/**
+ * The sender, observed: each outbound request becomes a client span (its context is the
+ * `traceparent` the receiver got: the event's trace, from its correlation id), a debug
+ * line with its ids, and on success a sample of hookline_ingest_to_delivered_seconds
+ * (now − the event's receipt by ingest, which `x-hookline-ingested-at` carries).
+ */
+export function observeSender(sender: HttpSender, o: { metrics: Metrics; tracer: Tracer; logger: Logger }): HttpSender {
+  return {
+    async send(target, headers, body) {
+      const result = await sender.send(target, headers, body);
+      const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
+      if (ok) {
+        const ingestedAt = Number(headers['x-hookline-ingested-at']);
+        if (Number.isFinite(ingestedAt)) o.metrics.ingestToDelivered.observe(Math.max(0, Date.now() - ingestedAt) / 1000);
+      }
+      const ids = { delivery_id: headers['x-service-delivery-idempotency-key'], event_id: headers['x-hookline-event-id'], destination_id: target.destinationId };
+      const context = parseTraceparent(headers['traceparent']);
+      if (context) {
+        const startMs = result.startedAt.getTime();
+        const error = ok ? undefined : (result.error ?? result.errorKind ?? `HTTP ${result.statusCode}`);
+        o.tracer.record(`${target.settings.method} destination`, 'client', context, { startMs, endMs: startMs + result.durationMs }, { ...ids, 'http.response.status_code': result.statusCode ?? undefined, 'error.type': result.errorKind ?? undefined }, error);
+      }
+      o.logger.debug('delivery attempt', { ...ids, trace_id: context?.traceId, status_code: result.statusCode, error_kind: result.errorKind, duration_ms: result.durationMs });
+      return result;
+    },
+    close: () => sender.close(),
+  };
+}

@@ -1,0 +1,139 @@
+// Helpers for the edge tests: the agent as its own process, signed agent requests, and
+// rows for deliveries that wait for a cluster.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHmac, randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import { newId, type Pool } from '@hookline/db';
+import { createSecretBox } from '@hookline/signing';
+import { freePort, waitFor } from '@hookline/testing';
+
+const ROOT = resolve(__dirname, '..');
+// The package's own command, one node process (tsx registered in it): SIGKILL kills the agent itself.
+const BIN = resolve(ROOT, 'packages/edge/bin/hookline-edge.js');
+export const SECRETS_KEY = 'test-secrets-key-0123456789abcdef';
+
+export interface AgentProcess {
+  child: ChildProcess;
+  url: string;
+  output(): string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts hookline-edge (`hookline-edge`, packages/edge/bin) on loopback; `ready` waits for /readyz (service reached). */
+export async function startAgent(env: Record<string, string>, opts: { ready?: boolean } = {}): Promise<AgentProcess> {
+  const port = await freePort();
+  let out = '';
+  const child = spawn(process.execPath, [BIN], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), EDGE_POLL_WAIT_SECONDS: '2', EDGE_BACKOFF_BASE_MS: '100', EDGE_BACKOFF_MAX_MS: '500', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const url = `http://127.0.0.1:${port}`;
+  const agent: AgentProcess = {
+    child,
+    url,
+    output: () => out,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+  if (opts.ready !== false) {
+    await waitFor(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`agent exited with ${child.exitCode}: ${out.slice(-2000)}`);
+        return (await fetch(`${url}/readyz`).catch(() => null))?.status === 200;
+      },
+      { timeoutMs: 30_000, what: 'the agent to reach the service' },
+    ).catch(async (err: Error) => {
+      await agent.stop('SIGKILL');
+      throw new Error(`${err.message}\n${out.slice(-3000)}`);
+    });
+  }
+  return agent;
+}
+
+/** `X-Service-Signature` over `<t>.<body>` with a cluster key, as an agent signs. */
+export function signEdge(key: string, body: string, t = Math.floor(Date.now() / 1000)): Record<string, string> {
+  const v1 = createHmac('sha256', key).update(`${t}.`).update(body).digest('hex');
+  return { 'x-service-timestamp': String(t), 'x-service-signature': `t=${t},v1=${v1}` };
+}
+
+export interface EdgeCall {
+  status: number;
+  text: string;
+  // The tests read arbitrary JSON.
+  body: any;
+}
+
+/** A signed POST to an edge endpoint; `headers` override the signature (bad-signature tests). */
+export async function edgePost(base: string, path: string, key: string, payload: Record<string, unknown>, headers: Record<string, string> = {}): Promise<EdgeCall> {
+  const body = JSON.stringify({ agent_id: 'test-agent', agent_version: 'test', nonce: randomBytes(8).toString('hex'), ...payload });
+  const res = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...signEdge(key, body), ...headers }, body });
+  const text = await res.text();
+  return { status: res.status, text, body: text ? JSON.parse(text) : null };
+}
+
+/** A cluster, straight into the database, with its plain key. */
+export async function insertCluster(pool: Pool, tenantId: string, opts: { lastSeenAt?: Date | null } = {}): Promise<{ id: string; key: string }> {
+  const id = newId('cls');
+  const key = `hkc_${randomBytes(32).toString('base64url')}`;
+  await pool.query(`INSERT INTO clusters (id, tenant_id, name, key_encrypted, last_seen_at) VALUES ($1, $2, $3, $4, $5)`, [id, tenantId, `c-${id}`, createSecretBox(SECRETS_KEY).seal(key), opts.lastSeenAt ?? null]);
+  return { id, key };
+}
+
+export interface WaitingDelivery {
+  deliveryId: string;
+  eventId: string;
+  destinationId: string;
+}
+
+/** A destination of the cluster, an event with its payload, and one pending delivery of it. */
+export async function insertEdgeDelivery(
+  pool: Pool,
+  tenantId: string,
+  clusterId: string,
+  opts: { url?: string; body?: Buffer | null; config?: Record<string, unknown>; nextAttemptAt?: Date; destinationId?: string; secret?: string } = {},
+): Promise<WaitingDelivery> {
+  let destinationId = opts.destinationId;
+  if (!destinationId) {
+    destinationId = newId('dst');
+    const secrets = opts.secret ? [createSecretBox(SECRETS_KEY).seal(opts.secret)] : [];
+    await pool.query(
+      `INSERT INTO destinations (id, tenant_id, cluster_id, name, url, config, secrets, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, now())`,
+      [destinationId, tenantId, clusterId, `d-${destinationId}`, opts.url ?? 'http://10.20.30.40:8080/hook', JSON.stringify(opts.config ?? {}), secrets],
+    );
+  }
+  const ingesterId = newId('ing');
+  await pool.query(`INSERT INTO ingesters (id, tenant_id, name, provider, updated_at) VALUES ($1, $2, $3, 'generic', now())`, [ingesterId, tenantId, `i-${ingesterId}`]);
+  const flowId = newId('flw');
+  await pool.query(`INSERT INTO delivery_flows (id, tenant_id, name, ingester_id, destination_id, updated_at) VALUES ($1, $2, $3, $4, $5, now())`, [flowId, tenantId, `f-${flowId}`, ingesterId, destinationId]);
+  const eventId = newId('evt');
+  await pool.query(`INSERT INTO events (id, tenant_id, ingester_id, type, status, correlation_id) VALUES ($1, $2, $3, 'thing.happened', 'filtered', $4)`, [eventId, tenantId, ingesterId, randomBytes(16).toString('hex')]);
+  if (opts.body !== null) {
+    await pool.query(`INSERT INTO event_payloads (event_id, tenant_id, content_type, body) VALUES ($1, $2, 'application/json', $3)`, [eventId, tenantId, opts.body ?? Buffer.from('{"hello":"edge"}')]);
+  }
+  const deliveryId = newId('dlv');
+  await pool.query(`INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, next_attempt_at) VALUES ($1, $2, $3, $4, $5, $6)`, [deliveryId, tenantId, eventId, flowId, destinationId, opts.nextAttemptAt ?? new Date()]);
+  return { deliveryId, eventId, destinationId };
+}
+
+export interface DeliveryRow {
+  status: string;
+  attempt_count: number;
+  lease_owner: string | null;
+  next_attempt_at: Date;
+}
+
+export async function deliveryRow(pool: Pool, id: string): Promise<DeliveryRow> {
+  const { rows } = await pool.query<DeliveryRow>(`SELECT status, attempt_count, lease_owner, next_attempt_at FROM deliveries WHERE id = $1`, [id]);
+  return rows[0]!;
+}
+
+export async function attemptsOf(pool: Pool, id: string): Promise<{ number: number; status_code: number | null; error_kind: string | null; via: string; response_body: string | null }[]> {
+  const { rows } = await pool.query(`SELECT number, status_code, error_kind, via, response_body FROM delivery_attempts WHERE delivery_id = $1 ORDER BY number`, [id]);
+  return rows;
+}
