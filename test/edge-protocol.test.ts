@@ -1,7 +1,13 @@
 // The agent-facing endpoints of the api (its own process on loopback), spoken to directly
 // as an agent would: signatures, leases, long-poll, idempotent reports, retries, the DLQ.
-import { createTestDatabase, flushPrefix, seedTenant, startService, uniquePrefix, type ServiceProcess, type TestDatabase } from '@hookline/testing';
-import { attemptsOf, deliveryRow, edgePost, insertCluster, insertEdgeDelivery, SECRETS_KEY, signEdge } from './edge-fixtures';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer as createTlsServer } from 'node:tls';
+import { createTestDatabase, flushPrefix, seedTenant, startReceiver, startService, uniquePrefix, waitFor, type ServiceProcess, type TestDatabase } from '@hookline/testing';
+import { attemptsOf, deliveryRow, edgePost, insertCluster, insertEdgeDelivery, SECRETS_KEY, signEdge, startAgent } from './edge-fixtures';
 
 jest.setTimeout(60_000);
 
@@ -228,5 +234,51 @@ describe('work and reports', () => {
     const res = await edgePost(api.url, `/v1/edge/clusters/${cluster.id}/work`, cluster.key, { max: -1, wait_seconds: 0 });
     expect(res.status).toBe(400);
     expect(res.body.errors).toEqual(expect.arrayContaining([expect.objectContaining({ field: 'max' })]));
+  });
+});
+
+describe('mTLS between agent and service', () => {
+  // The service side as an ingress would run it: TLS terminated on 127.0.0.1 with a client
+  // certificate required (signed by our CA), then plain TCP to the api.
+  it('an agent with the client certificate delivers; one without it cannot connect', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hl-edge-mtls-'));
+    const openssl = (...args: string[]): void => void execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+    const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+    openssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1', '-subj', '/CN=Edge Test CA');
+    for (const [name, subject, ext] of [['server', '/CN=127.0.0.1', 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n'], ['agent', '/CN=edge-agent', 'extendedKeyUsage=clientAuth\n']] as const) {
+      writeFileSync(join(dir, `${name}.ext`), ext);
+      openssl('req', ...ec, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject);
+      openssl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.crt`, '-days', '1', '-extfile', `${name}.ext`);
+    }
+    const sockets = new Set<Socket>();
+    const pem = (f: string): Buffer => readFileSync(join(dir, f));
+    const ingress = createTlsServer({ key: pem('server.key'), cert: pem('server.crt'), ca: pem('ca.crt'), requestCert: true, rejectUnauthorized: true }, (c) => {
+      const up = connect(api.port, '127.0.0.1');
+      sockets.add(c).add(up);
+      c.pipe(up).pipe(c);
+      c.on('error', () => up.destroy());
+      up.on('error', () => c.destroy());
+    });
+    await new Promise<void>((r) => ingress.listen(0, '127.0.0.1', r));
+    const port = (ingress.address() as { port: number }).port;
+    const rx = await startReceiver();
+    const c = await insertCluster(db.pool, tenantId);
+    const d = await insertEdgeDelivery(db.pool, tenantId, c.id, { url: `${rx.url}/inside` });
+    const env = { HOOKLINE_URL: `https://127.0.0.1:${port}`, CLUSTER_ID: c.id, CLUSTER_KEY: c.key, EDGE_CA: join(dir, 'ca.crt') };
+    const without = await startAgent(env, { ready: false });
+    const withCert = await startAgent({ ...env, EDGE_CLIENT_CERT: join(dir, 'agent.crt'), EDGE_CLIENT_KEY: join(dir, 'agent.key') }, { ready: false });
+    try {
+      await waitFor(async () => (await deliveryRow(db.pool, d.deliveryId)).status === 'delivered', { what: 'the delivery through the mTLS agent' });
+      expect(rx.requests.map((r) => r.url)).toEqual(['/inside']);
+      expect((await fetch(`${withCert.url}/readyz`)).status).toBe(200);
+      await waitFor(() => without.output().includes('backing off'), { what: 'the agent without a certificate to be refused' });
+      expect((await fetch(`${without.url}/readyz`)).status).toBe(503);
+    } finally {
+      await Promise.all([without.stop('SIGKILL'), withCert.stop('SIGKILL')]);
+      sockets.forEach((x) => x.destroy());
+      await new Promise((r) => ingress.close(r));
+      await rx.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

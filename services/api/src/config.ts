@@ -1,5 +1,6 @@
 import { baseEnv, ConfigError, loadConfig, type ConfigOf, type EnvSchema } from '@hookline/config';
 import { evidenceEnv } from '@hookline/evidence';
+import { observabilityEnv } from '@hookline/observability';
 
 /** The api's environment: the base variables plus its own (names, defaults, meaning). */
 export const apiEnv = {
@@ -20,6 +21,7 @@ export const apiEnv = {
   API_PUBLIC_URL: { type: 'string', default: 'http://127.0.0.1:8080', description: 'Public base URL of this api; the discovery documents link to each other and to /v1/mcp under it' },
   SOURCE_REPOSITORY_URL: { type: 'string', default: 'https://github.com/hookline/hookline', description: 'Source repository named in the capability manifest (`repository`)' },
   ...evidenceEnv,
+  ...observabilityEnv,
 } as const satisfies EnvSchema;
 
 export type ApiEnv = ConfigOf<typeof apiEnv>;

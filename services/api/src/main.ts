@@ -1,7 +1,9 @@
+import express from 'express';
 import { createPool, createPrisma } from '@hookline/db';
 import { closeServer } from '@hookline/http';
 import { evidenceKey, startEvidenceSealer } from '@hookline/evidence';
 import { createLogger } from '@hookline/logger';
+import { createObservability, httpObserverMiddleware, instrumentPool, instrumentRedis, sendMetrics } from '@hookline/observability';
 import { createProducer, createRedis } from '@hookline/queues';
 import { buildApp } from './app';
 import { loadApiConfig } from './config';
@@ -11,16 +13,23 @@ import { defaultPlugins } from './plugins';
 async function main(): Promise<void> {
   const config = loadApiConfig();
   const logger = createLogger('api', config.LOG_LEVEL);
+  const { metrics, tracer } = createObservability('api', config, logger);
   const prisma = createPrisma(config.DATABASE_URL, config.DB_POOL_MAX);
-  const pool = createPool(config.DATABASE_URL, config.DB_POOL_MAX);
-  const redis = createRedis(config.REDIS_URL, 'producer');
+  const pool = instrumentPool(createPool(config.DATABASE_URL, config.DB_POOL_MAX), metrics);
+  const redis = instrumentRedis(createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER_NODES), metrics);
   const producer = createProducer(redis, config.QUEUE_PREFIX);
   const api = buildApp({ prisma, pool, redis, producer, config, logger }, defaultPlugins(config));
   const sealer = startEvidenceSealer(
     { pool, logger: logger.child({ component: 'evidence' }), key: evidenceKey(config.SECRETS_KEY, config.EVIDENCE_KEY || undefined), windowMs: config.EVIDENCE_WINDOW_MS, graceMs: config.EVIDENCE_SEAL_GRACE_MS },
     config.EVIDENCE_SEAL_INTERVAL_MS,
   );
-  const server = api.app.listen(config.PORT, config.HOST, () => logger.info('api listening', { host: config.HOST, port: config.PORT }));
+  // Around the whole app: /metrics, and per request its metrics (by route pattern) and one log line.
+  const root = express();
+  root.disable('x-powered-by');
+  root.use(httpObserverMiddleware({ metrics, logger, tracer }));
+  root.get('/metrics', (_req, res) => void sendMetrics(metrics.registry, res));
+  root.use(api.app);
+  const server = root.listen(config.PORT, config.HOST, () => logger.info('api listening', { host: config.HOST, port: config.PORT }));
   server.on('error', (err) => {
     logger.error('api server failed', { err: err.message });
     process.exit(1);
@@ -34,7 +43,7 @@ async function main(): Promise<void> {
     api.setDraining();
     await closeServer(server, config.SHUTDOWN_TIMEOUT_MS);
     await sealer.stop().catch((err: Error) => logger.error('evidence sealer did not stop cleanly', { err: err.message }));
-    await Promise.allSettled([producer.close(), prisma.$disconnect(), pool.end()]);
+    await Promise.allSettled([producer.close(), prisma.$disconnect(), pool.end(), tracer.close()]);
     redis.disconnect();
     process.exit(0);
   };

@@ -47,7 +47,7 @@ export const RUNTIME_CAPABILITIES: readonly CapabilityDef[] = [
     proof_id: 'PROOF-005',
     name: 'Retries with backoff and the DLQ',
     description: 'Failed deliveries are retried with exponential backoff (5 attempts by default); exhausted ones go to the DLQ.',
-    implementation: ['services/deliverer/src/retry-policy.ts', 'services/deliverer/src/record-outcomes.ts'],
+    implementation: ['packages/delivery/src/retry-policy.ts', 'packages/delivery/src/record-outcomes.ts'],
     proofs: [{ file: 'test/deliverer-delivery.test.ts', tests: ['fails twice then succeeds: three attempts, delivered, same idempotency key each time', 'a permanent 400 is not retried'] }],
     otherwise: 'planned',
     non_claims: ['Delivery is at-least-once; consumers must discard duplicates by X-Service-Delivery-Idempotency-Key.'],

@@ -97,7 +97,7 @@ export const TRUST_CAPABILITIES: readonly CapabilityDef[] = [
     proof_id: 'TRUST-010',
     name: 'Signed outbound deliveries with an idempotency key',
     description: 'Deliveries carry the exact bytes, Standard Webhooks and service signatures, and X-Service-Delivery-Idempotency-Key.',
-    implementation: ['services/deliverer/src/request-headers.ts', 'packages/signing/src/standard-webhooks.ts'],
+    implementation: ['packages/delivery/src/request-headers.ts', 'packages/signing/src/standard-webhooks.ts'],
     proofs: [{ file: 'test/deliverer-delivery.test.ts', tests: ['sends the exact bytes and content type, signed for both schemes, with the idempotency key and event headers'] }],
     otherwise: 'planned',
     non_claims: [],

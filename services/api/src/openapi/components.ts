@@ -35,6 +35,7 @@ export const problemSchema = {
     idempotency_key: { type: 'string', description: 'idempotency-conflict' },
     retry_after_seconds: { type: 'integer', description: 'rate-limit-exceeded' },
     required_plan: { type: 'string', description: 'plan-required' },
+    tool_group: { type: 'string', description: 'write-tool-disabled (MCP)' },
   },
 };
 
