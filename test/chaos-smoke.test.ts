@@ -13,7 +13,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 test('a tiny chaos run loses nothing, exits 0 and writes its verdict as JSON', async () => {
   const out = join(dir, 'chaos.json');
-  const args = ['--events', '300', '--rate', '100', '--faults', 'deliverer:1', '--settle-timeout', '60', '--out', out];
+  const args = ['--events', '300', '--rate', '100', '--faults', 'deliverer:1', '--settle-timeout', '60', '--env', 'DELIVERY_LEASE_MS=5000', '--out', out];
   const { code, output } = await runHarness('bench/chaos.ts', args, 110_000);
   expect({ code, tail: code === 0 ? '' : output.slice(-3000) }).toEqual({ code: 0, tail: '' });
   expect(output).toContain('kill -9 deliverer');

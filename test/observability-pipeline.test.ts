@@ -1,7 +1,7 @@
 // Metrics, traces and logs of the running services: ingest, router and deliverer as
 // separate processes, an OTLP collector and a receiver on loopback.
 import { randomBytes } from 'node:crypto';
-import { startReceiver, waitFor, type Receiver } from '@hookline/testing';
+import { seedTenant, startReceiver, waitFor, type Receiver } from '@hookline/testing';
 import { createStack, type Stack } from './support/stack';
 import { seedPipeline, type SeededPipeline } from './support/seed-pipeline';
 
@@ -36,7 +36,7 @@ beforeAll(async () => {
       BREAKER_FAILURE_THRESHOLD: '2',
       BREAKER_COOLDOWN_MS: '400',
     },
-    ['ingest', 'router', 'deliverer'],
+    ['api', 'ingest', 'router', 'deliverer'],
   );
   ok = await seedPipeline(stack.db.pool, `${rx.url}/hook`);
   failing = await seedPipeline(stack.db.pool, `${flaky.url}/hook`, ok.tenantId);
@@ -56,9 +56,11 @@ const spans = (): OtlpSpan[] =>
     });
   });
 
-const metricsOf = async (name: 'ingest' | 'router' | 'deliverer'): Promise<string> => (await fetch(`${stack.services[name]!.url}/metrics`)).text();
+type Name = 'api' | 'ingest' | 'router' | 'deliverer';
 
-const logLines = (name: 'ingest' | 'router' | 'deliverer'): Record<string, unknown>[] =>
+const metricsOf = async (name: Name): Promise<string> => (await fetch(`${stack.services[name]!.url}/metrics`)).text();
+
+const logLines = (name: Name): Record<string, unknown>[] =>
   stack.services[name]!
     .output()
     .split('\n')
@@ -112,7 +114,7 @@ test('one traceparent runs from the inbound request through both queues to the o
   const delivered = await waitFor(() => logLines('deliverer').find((l) => l['message'] === 'deliver job done' && l['trace_id'] === traceId), { what: 'the deliver job line' });
   expect(delivered).toMatchObject({ level: 'info', queue: 'deliver', delivered: 1, delivery_ids: [expect.stringMatching(/^dlv_/)] });
   expect(logLines('deliverer').find((l) => l['message'] === 'delivery attempt' && l['event_id'] === eventId)).toMatchObject({ trace_id: traceId, status_code: 200, delivery_id: (delivered['delivery_ids'] as string[])[0] });
-  for (const name of ['ingest', 'router', 'deliverer'] as const) {
+  for (const name of ['api', 'ingest', 'router', 'deliverer'] as const) {
     const out = stack.services[name]!.output();
     expect(out).not.toContain('caller-secret-token-4711');
     expect(out).not.toContain('body-marker-9321');
@@ -164,4 +166,20 @@ test('a failing destination shows its open circuit and failed attempts; the seri
 
   flaky.setBehaviour(() => ({ status: 200 }));
   await waitFor(async () => !(await metricsOf('deliverer')).includes(series), { what: 'the series to go once the circuit closed', timeoutMs: 30_000 });
+});
+
+test('the api: /metrics with its requests by route pattern, one log line per request, no credentials in it', async () => {
+  const tenant = await seedTenant(stack.db.pool);
+  const api = stack.services.api!.url;
+  const listed = await fetch(`${api}/v1/tenants/${tenant.tenantId}/ingesters`, { headers: { 'x-api-key': tenant.apiKey, 'x-request-id': 'req-api-obs' } });
+  expect(listed.status).toBe(200);
+  expect((await fetch(`${api}/v1/no/such/path`)).status).toBe(404);
+  const text = await metricsOf('api');
+  expect(text).toMatch(/hookline_http_requests_total\{method="GET",route="\/v1\/tenants\/:tid\/ingesters",status="200",service="api"\} 1/);
+  expect(text).toMatch(/hookline_http_requests_total\{method="GET",route="unmatched",status="404",service="api"\} 1/);
+  expect(text).not.toContain(tenant.tenantId);
+  expect(text).toMatch(/hookline_db_errors_total/);
+  const line = await waitFor(() => logLines('api').find((l) => l['message'] === 'request' && l['request_id'] === 'req-api-obs'), { what: 'the request line' });
+  expect(line).toMatchObject({ level: 'info', method: 'GET', route: '/v1/tenants/:tid/ingesters', status: 200, trace_id: expect.stringMatching(/^[0-9a-f]{32}$/) });
+  expect(stack.services.api!.output()).not.toContain(tenant.apiKey);
 });

@@ -59,7 +59,10 @@ test('createRedis gives a Cluster client only when REDIS_CLUSTER_NODES is set', 
 
 test('BullMQ queues, pool queues, the queue sampler and config announcements work through the cluster, all keys in one slot', async () => {
   const prefix = uniquePrefix('cluster');
-  const producer = createProducer(client('producer'), prefix);
+  // A producer fails fast while not connected (enableOfflineQueue: false), so wait for it.
+  const producerRedis = client('producer');
+  await waitFor(() => producerRedis.status === 'ready', { what: 'the cluster client' });
+  const producer = createProducer(producerRedis, prefix);
   const seen: string[] = [];
   const worker = createWorker('deliver', client('worker'), prefix, 2, async (data) => void seen.push(...data.deliveryIds), () => undefined, { pool: 'acme' });
   try {
@@ -73,9 +76,7 @@ test('BullMQ queues, pool queues, the queue sampler and config announcements wor
     await sampler.stop();
     expect(await metrics.registry.metrics()).toContain('hookline_queue_depth{queue="route",state="waiting",service="router"} 1');
 
-    // A producer fails fast while not connected (enableOfflineQueue: false), so wait for it.
-    const any = client('producer');
-    await waitFor(() => any.status === 'ready', { what: 'the cluster client' });
+    const any = producerRedis;
     const keys = (await Promise.all(ports.map((p) => run('redis-cli', ['-p', String(p), '--scan', '--pattern', `${prefix}*`])))).flatMap((r) => r.stdout.split('\n').filter(Boolean));
     expect(keys.length).toBeGreaterThan(3);
     const slots = new Set(await Promise.all(keys.map((k) => any.call('CLUSTER', 'KEYSLOT', k))));
@@ -102,7 +103,9 @@ describe('a service process with REDIS_CLUSTER_NODES', () => {
     const prefix = uniquePrefix('clusterproc');
     const pipe = await seedPipeline(db.pool, 'http://127.0.0.1:9/never');
     const router = await startService('router', { DATABASE_URL: db.url, REDIS_URL: `redis://127.0.0.1:${ports[0]}`, REDIS_CLUSTER_NODES: nodes, QUEUE_PREFIX: prefix, DB_POOL_MAX: '2' });
-    const producer = createProducer(client('producer'), prefix);
+    const producerRedis = client('producer');
+    await waitFor(() => producerRedis.status === 'ready', { what: 'the cluster client' });
+    const producer = createProducer(producerRedis, prefix);
     try {
       const eventId = `evt_cluster${Date.now()}`;
       await db.pool.query(`INSERT INTO events (id, tenant_id, ingester_id, status, correlation_id, received_at, validated_at) VALUES ($1, $2, $3, 'validated', $4, now(), now())`, [eventId, pipe.tenantId, pipe.ingesterId, 'c'.repeat(32)]);

@@ -1,8 +1,12 @@
 // Per-pool workers: the router sends a dedicated tenant's deliveries to `deliver.<pool>`,
 // only that pool's deliverer sends them (first attempts, retries and recovery), and the
 // default deliverer sends everyone else's.
+import { resolve } from 'node:path';
 import { createProducer, createRedis, type Producer, type Redis } from '@hookline/queues';
 import { seedTenant, startReceiver, startService, waitFor, type Receiver, type ServiceProcess } from '@hookline/testing';
+import { autoscalingProblems } from '../deploy/checks/autoscaling-checks';
+import { kustomizeBuild, REPO_ROOT, type K8sObject } from '../deploy/checks/kustomize-lite';
+import { workloads } from '../deploy/checks/workloads';
 import { createStack, type Stack } from './support/stack';
 import { seedPipeline, type SeededPipeline } from './support/seed-pipeline';
 
@@ -88,4 +92,19 @@ test("a dedicated tenant's retries stay in its pool", async () => {
   expect(await delivered(stack.services.deliverer!)).toBe(before);
   const queuesOfA = acme!.output().split('\n').filter((l) => l.includes('deliver job done') && l.includes('"delivered":1')).map((l) => JSON.parse(l).queue as string);
   expect(new Set(queuesOfA)).toEqual(new Set(['deliver.acme']));
+});
+
+test("the example overlay's acme pool consumes deliver.acme and KEDA scales it on that queue; a trigger on the shared queue is reported", async () => {
+  const objects = kustomizeBuild(resolve(REPO_ROOT, 'deploy/kustomize/overlays/example'));
+  const config = (name: string): Record<string, string> => objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === name)!.data as Record<string, string>;
+  expect(config('hookline-deliverer-acme')['DELIVER_QUEUES']).toBe('deliver.acme');
+  expect(config('hookline-router')['DEDICATED_POOLS']).toBe(config('hookline-deliverer')['DEDICATED_POOLS']);
+  expect(autoscalingProblems(await workloads(objects), objects)).toEqual([]);
+
+  const broken = structuredClone(objects) as K8sObject[];
+  const so = broken.find((o) => o.kind === 'ScaledObject' && o.metadata.name === 'hookline-deliverer-acme')!;
+  (so.spec as { triggers: { metadata: Record<string, string> }[] }).triggers[0]!.metadata['listName'] = '{hookline}:deliver:wait';
+  const problems = autoscalingProblems(await workloads(broken), broken).join('\n');
+  expect(problems).toMatch(/hookline-deliverer-acme: no trigger on \{hookline\}:deliver\.acme:wait/);
+  expect(problems).toMatch(/listName \{hookline\}:deliver:wait, but hookline-deliverer-acme consumes \{hookline\}:deliver\.acme:wait/);
 });

@@ -62,20 +62,25 @@ async function dlqFromApi(api: ApiClient): Promise<Set<string>> {
   return ids;
 }
 
-/** Each duplicate (a second prompt 200) attributed to the last fault that began before it. */
-function duplicatesByFault(records: Iterable<DeliveryRecord>, faults: Array<{ kind: string; at: number }>): Record<string, number> {
+/**
+ * Each duplicate (a second prompt 200 for one key) attributed to the first fault that began
+ * within `windowMs` after the first 200: a send whose outcome was not yet recorded when the
+ * deliverer died or PostgreSQL went away is sent again once its lease runs out.
+ */
+function duplicatesByFault(records: Iterable<DeliveryRecord>, faults: Array<{ kind: string; at: number }>, windowMs: number): Record<string, number> {
   const out: Record<string, number> = {};
   const sorted = [...faults].sort((a, b) => a.at - b.at);
-  for (const rec of records)
-    for (const at of rec.okAt.slice(1)) {
-      const f = sorted.filter((x) => x.at <= at).pop();
-      const k = f ? `${f.kind}@${new Date(f.at).toISOString().slice(11, 19)}` : 'before any fault';
-      out[k] = (out[k] ?? 0) + 1;
-    }
+  for (const rec of records) {
+    const first = rec.okAt[0];
+    if (first === undefined || rec.okAt.length < 2) continue;
+    const f = sorted.find((x) => x.at >= first - 1000 && x.at - first <= windowMs);
+    const k = f ? `${f.kind}@${new Date(f.at).toISOString().slice(11, 19)}` : 'no fault just after the first 200';
+    out[k] = (out[k] ?? 0) + rec.okAt.length - 1;
+  }
   return out;
 }
 
-export async function verify(pool: Pool, api: ApiClient, hooks: HookSetup[], load: ChaosLoadResult, rx: { requests: number; records: Array<[string, DeliveryRecord]> }, runId: string, faults: Array<{ kind: string; at: number }>): Promise<Verdict> {
+export async function verify(pool: Pool, api: ApiClient, hooks: HookSetup[], load: ChaosLoadResult, rx: { requests: number; records: Array<[string, DeliveryRecord]> }, runId: string, faults: Array<{ kind: string; at: number }>, attributionWindowMs: number): Promise<Verdict> {
   const deliveries = (await pool.query<Row>('SELECT id, event_id, destination_id, status FROM deliveries')).rows;
   const events = (await pool.query<{ id: string; dedup_key: string | null }>('SELECT id, dedup_key FROM events')).rows;
   const dlq = await dlqFromApi(api);
@@ -127,7 +132,7 @@ export async function verify(pool: Pool, api: ApiClient, hooks: HookSetup[], loa
     duplicateDeliveries: dup,
     duplicateRatePct,
     duplicatesGoalMet: duplicateRatePct < 0.5,
-    duplicatesByFault: duplicatesByFault(received.values(), faults),
+    duplicatesByFault: duplicatesByFault(received.values(), faults, attributionWindowMs),
     lateProcessedDuplicates: lateDup,
     eventsPerKeyOverOne: [...perKey.values()].filter((n) => n > 1).length,
     okWhilePgDown: load.okWhilePgDown.length,

@@ -2,6 +2,7 @@
 // flows point at the receiver (`/hookline/f{f}/d{i}`).
 import { ApiClient, type HookSetup } from './api-client';
 import type { RunningSut } from './baselines';
+import { stageBreakdown } from './stage-breakdown';
 import { SERVICES, startStack, type Stack } from './stack';
 
 export interface HooklineSut extends RunningSut {
@@ -29,6 +30,7 @@ export async function startHookline(o: { databaseUrl: string; redisUrl: string; 
       delivers: true,
       processes: [...SERVICES],
       pids: () => stack.pids() as Record<string, number>,
+      stages: (from, to) => stageBreakdown(stack.pool, from, to),
       close: () => stack.close(),
     };
   } catch (err) {

@@ -5,6 +5,7 @@ import type { IpcClient } from './ipc';
 import { constantRate, gatedLoop, saturate, type GatedResult, type LoadResult } from './load';
 import type { Monitor } from './monitor';
 import type { ProcSampler, ProcSummary } from './proc-sampler';
+import type { StageBreakdown } from './stage-breakdown';
 
 export interface Sut {
   name: string;
@@ -14,6 +15,8 @@ export interface Sut {
   delivers: boolean;
   /** Names (in the sampler) of this system's processes. */
   processes: string[];
+  /** Where the time went for events received in [from, to) (Hookline only). */
+  stages?(from: number, to: number): Promise<StageBreakdown>;
 }
 
 export interface PhaseCtx {
@@ -43,6 +46,7 @@ export interface PhaseResult<L extends LoadResult = LoadResult> {
   processes: Record<string, ProcSummary>;
   drain?: Drain;
   deliveryLatencyMs?: LatencySummary;
+  stagesMs?: StageBreakdown;
 }
 
 /**
@@ -103,5 +107,6 @@ export async function latencyPhase(ctx: PhaseCtx, rate: number, fanout: number, 
   const processes = procsOf(ctx, from);
   const d = await drain(ctx, base, load.ok2xx * fanout);
   const stats = await ctx.receiver.call<ReceiverStats>('stats');
-  return { load, processes, drain: d, deliveryLatencyMs: stats.latency };
+  const stagesMs = await ctx.sut.stages?.(from, Date.now()).catch(() => undefined);
+  return { load, processes, drain: d, deliveryLatencyMs: stats.latency, ...(stagesMs ? { stagesMs } : {}) };
 }

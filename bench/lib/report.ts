@@ -90,6 +90,12 @@ export function printSummary(r: BenchReport): void {
   rows.push(['peak RSS MB, all processes', ...sys.map(([, s]) => n(s.totalPeakRssMb))]);
   console.log(`\n=== pnpm bench summary (${r.machine['cpus']} cores, ${r.machine['note']}) ===\n`);
   console.log(table(rows));
+  for (const [rate, byF] of Object.entries(r.hookline.latency))
+    for (const [f, l] of Object.entries(byF)) {
+      if (!l.stagesMs) continue;
+      console.log(`\nHookline at ${rate}/s ${f}, where the time went (ms p50/p90/p99, from PostgreSQL timestamps):`);
+      for (const [stage, v] of Object.entries(l.stagesMs)) console.log(`  ${stage.padEnd(46)} ${v.p50}/${v.p90}/${v.p99}`);
+    }
   const procRows = [['process', 'peak RSS MB', 'mean CPU %', 'peak CPU %']];
   for (const [, s] of sys) for (const [p, v] of Object.entries(s.processes)) procRows.push([p, n(v.peakRssMb), n(v.meanCpuPct), n(v.peakCpuPct)]);
   console.log(`\n${table(procRows)}`);

@@ -1,7 +1,7 @@
 // Autoscaling checks: CPU HPAs for the HTTP services, KEDA ScaledObjects on the BullMQ
 // wait list for the workers, and the PostgreSQL connection budget they imply.
 import Ajv from 'ajv';
-import { QUEUES, type QueueName } from '@hookline/queues';
+import { parseDeliverQueues, QUEUES, type QueueName } from '@hookline/queues';
 import type { K8sObject } from './kustomize-lite';
 import { effectiveConfig } from './process-env';
 import { mainProcess, type Workload } from './workloads';
@@ -90,11 +90,16 @@ function workerProblems(w: Workload, objects: K8sObject[], queue: QueueName): st
   const config = effectiveConfig(p.contract, p.resolved.env);
   if (!config) return [];
   const redis = new URL(String(config.REDIS_URL));
-  const wantList = `${String(config.QUEUE_PREFIX)}:${QUEUES[queue].name}:wait`;
+  // A deliverer consumes the queues DELIVER_QUEUES names (a dedicated pool: deliver.<pool>).
+  const names = queue === 'deliver' && config.DELIVER_QUEUES !== undefined ? parseDeliverQueues(String(config.DELIVER_QUEUES)).map((q) => q.queue) : [QUEUES[queue].name];
+  const wantLists = names.map((n) => `${String(config.QUEUE_PREFIX)}:${n}:wait`);
   const problems: string[] = [];
   if (spec.maxReplicaCount < spec.minReplicaCount) problems.push(`ScaledObject/${so.metadata.name}: maxReplicaCount < minReplicaCount`);
+  for (const list of wantLists) {
+    if (!spec.triggers.some((t) => t.metadata.listName === list)) problems.push(`ScaledObject/${so.metadata.name}: no trigger on ${list}, which ${w.name} consumes`);
+  }
   for (const t of spec.triggers) {
-    if (t.metadata.listName !== wantList) problems.push(`ScaledObject/${so.metadata.name}: listName ${t.metadata.listName}, but ${w.name} consumes ${wantList}`);
+    if (!wantLists.includes(t.metadata.listName ?? '')) problems.push(`ScaledObject/${so.metadata.name}: listName ${t.metadata.listName}, but ${w.name} consumes ${wantLists.join(', ')}`);
     if (t.type === 'redis' && t.metadata.address !== `${redis.hostname}:${redis.port || '6379'}`) problems.push(`ScaledObject/${so.metadata.name}: address ${t.metadata.address} is not the REDIS_URL host ${redis.host}`);
     const db = redis.pathname.replace('/', '') || '0';
     if ((t.metadata.databaseIndex ?? '0') !== db) problems.push(`ScaledObject/${so.metadata.name}: databaseIndex ${t.metadata.databaseIndex} is not the REDIS_URL database ${db}`);

@@ -22,6 +22,21 @@ interface Pending {
  * next one. A failed request is retried with backoff until the service answers; the
  * deliveries stay "in flight" meanwhile, which bounds what an unreachable service costs.
  */
+// Response bodies dominate a report's size; the service's JSON body limit is 1 MB by default.
+const MAX_BATCH_BYTES = 256 * 1024;
+
+/** How many queued reports go in the next request: at least one, at most 100 or ~256 KB. */
+function batchSize(queue: Pending[]): number {
+  let n = 0;
+  let bytes = 0;
+  while (n < queue.length && n < MAX_REPORTS_PER_REQUEST) {
+    bytes += 512 + (queue[n]!.report.response_body?.length ?? 0);
+    if (n > 0 && bytes > MAX_BATCH_BYTES) break;
+    n++;
+  }
+  return n;
+}
+
 export function createReporter(deps: { client: ServiceClient; clusterId: string; logger: Logger; backoff: { baseMs: number; maxMs: number } }): Reporter {
   const queue: Pending[] = [];
   let flushing: Promise<void> | null = null;
@@ -49,7 +64,7 @@ export function createReporter(deps: { client: ServiceClient; clusterId: string;
     if (flushing) return;
     flushing = (async () => {
       while (queue.length > 0) {
-        const batch = queue.splice(0, MAX_REPORTS_PER_REQUEST);
+        const batch = queue.splice(0, batchSize(queue));
         await send(batch);
         for (const p of batch) p.done();
       }

@@ -15,9 +15,12 @@ export interface HttpObserverDeps {
   metrics: Metrics;
   logger: Logger;
   tracer: Tracer;
-  /** Level of the line of a 1xx–3xx answer (4xx is `info`, 5xx `warn`). */
+  /** Level of the line of a 1xx–3xx answer (4xx is `info`, 5xx `warn`; probes and scrapes `debug`). */
   successLevel?: 'debug' | 'info';
 }
+
+// Probes and scrapes: counted like any request, but logged at debug (every few seconds per pod).
+const QUIET = new Set(['/healthz', '/readyz', '/metrics']);
 
 /**
  * Observes one request until its response is finished (or the socket closes): counts it,
@@ -29,17 +32,13 @@ export function observeHttp(deps: HttpObserverDeps, req: IncomingMessage, res: S
   const method = req.method ?? 'GET';
   const span = deps.tracer.start(`${method} ${route}`, 'server', req.headers['traceparent']);
   const obs: HttpObservation = { route, fields: {}, span };
-  let finished = false;
   const done = (): void => {
-    if (finished) return;
-    finished = true;
     const seconds = (performance.now() - started) / 1000;
     const status = res.headersSent ? res.statusCode : 499; // 499: the client went away first
     const labels = { method, route: obs.route, status: String(status) };
-    deps.metrics.httpRequests.inc(labels);
-    deps.metrics.httpDuration.observe(labels, seconds);
+    deps.metrics.httpDuration.observe(labels, seconds); // hookline_http_requests_total is derived from it
     span.end({ 'http.request.method': method, 'http.route': obs.route, 'http.response.status_code': status }, status >= 500 ? `HTTP ${status}` : undefined, `${method} ${obs.route}`);
-    const level = status >= 500 ? 'warn' : status >= 400 ? 'info' : (deps.successLevel ?? 'info');
+    const level = status >= 500 ? 'warn' : status >= 400 ? 'info' : QUIET.has(obs.route) ? 'debug' : (deps.successLevel ?? 'info');
     if (!deps.logger.isLevelEnabled(level)) return;
     const requestId = res.getHeader('x-request-id');
     deps.logger.log(level, 'request', {
@@ -52,7 +51,7 @@ export function observeHttp(deps: HttpObserverDeps, req: IncomingMessage, res: S
       ...obs.fields,
     });
   };
-  res.once('finish', done);
+  // 'close' follows 'finish', and also comes alone when the client goes away first.
   res.once('close', done);
   return obs;
 }
@@ -66,7 +65,7 @@ type ExpressLike = IncomingMessage & { route?: { path?: unknown }; baseUrl?: str
 export function httpObserverMiddleware(deps: HttpObserverDeps): (req: IncomingMessage, res: ServerResponse, next: () => void) => void {
   return (req, res, next) => {
     let obs: HttpObservation | undefined;
-    // Registered before observeHttp's own listener, so the route is set when it runs.
+    // 'finish' comes before observeHttp's 'close', so the route is set when it runs.
     res.once('finish', () => {
       const r = req as ExpressLike;
       if (obs && typeof r.route?.path === 'string') obs.route = `${r.baseUrl ?? ''}${r.route.path}`;

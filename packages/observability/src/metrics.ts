@@ -10,15 +10,26 @@ const HTTP = ['method', 'route', 'status'] as const;
  * bounded because only destinations whose circuit is not closed have a series.
  */
 function define() {
+  const httpDuration = new Histogram({
+    name: 'hookline_http_request_duration_seconds',
+    help: 'HTTP request to response time',
+    labelNames: HTTP,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [],
+  });
   return {
-    httpRequests: new Counter({ name: 'hookline_http_requests_total', help: 'HTTP requests answered; route is the route pattern', labelNames: HTTP, registers: [] }),
-    httpDuration: new Histogram({
-      name: 'hookline_http_request_duration_seconds',
-      help: 'HTTP request to response time',
+    // Copied from the histogram's counts at scrape time: one observation per request, not two.
+    httpRequests: new Counter({
+      name: 'hookline_http_requests_total',
+      help: 'HTTP requests answered; route is the route pattern',
       labelNames: HTTP,
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [],
+      async collect() {
+        this.reset();
+        for (const v of (await httpDuration.get()).values) if (v.metricName?.endsWith('_count')) this.inc(v.labels as Record<(typeof HTTP)[number], string>, v.value);
+      },
     }),
+    httpDuration,
     eventsIngested: new Counter({ name: 'hookline_events_ingested_total', help: 'Events received, by provider and outcome', labelNames: ['provider', 'outcome'] as const, registers: [] }),
     queueDepth: new Gauge({ name: 'hookline_queue_depth', help: 'Jobs per queue and state', labelNames: ['queue', 'state'] as const, registers: [] }),
     queueOldestAge: new Gauge({ name: 'hookline_queue_oldest_waiting_age_seconds', help: 'Age of the oldest waiting job (0 when none)', labelNames: ['queue'] as const, registers: [] }),
