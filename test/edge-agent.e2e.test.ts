@@ -143,7 +143,7 @@ test('an agent killed mid-delivery: the lease expires and a second agent deliver
 
 test('two agents share the work: every delivery is received once', async () => {
   const p = await plane();
-  p.rx.setBehaviour(() => ({ status: 200, body: 'ok', delayMs: 150 }));
+  p.rx.setBehaviour(() => ({ status: 200, body: 'ok', delayMs: 300 }));
   await Promise.all([agentFor(p, { EDGE_MAX_IN_FLIGHT: '3' }), agentFor(p, { EDGE_MAX_IN_FLIGHT: '3' })]);
   const n = 24;
   const sent = await Promise.all(Array.from({ length: n }, (_, i) => postEvent(p.hookUrl, Buffer.from(`{"id":"evt_share_${i}","type":"x"}`), { 'content-type': 'application/json', 'stripe-signature': stripeSign(Buffer.from(`{"id":"evt_share_${i}","type":"x"}`)) })));
@@ -159,7 +159,7 @@ test('two agents share the work: every delivery is received once', async () => {
   expect(keys).toHaveLength(n);
   expect(new Set(keys).size).toBe(n);
   // Each agent holds at most 3; more than 3 answers pending at once means both were sending.
-  const spans = p.rx.requests.map((r) => [r.at, r.at + 150] as const);
+  const spans = p.rx.requests.map((r) => [r.at, r.at + 300] as const);
   const overlap = Math.max(...spans.map(([s]) => spans.filter(([a, b]) => a <= s && s < b).length));
   expect(overlap).toBeGreaterThan(3);
 });

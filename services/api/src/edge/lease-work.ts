@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { basicAuth, buildHeaders, decide, destinationSettings, recordOutcomes, type Outcome, type WorkItem } from '@hookline/delivery';
+import { basicAuth, buildHeaders, decide, destinationSettings, recordOutcomes, type DestinationSettings, type Outcome, type WorkItem } from '@hookline/delivery';
 import type { EdgeCluster } from './edge-auth';
 import type { EdgeDeps } from './edge-deps';
 
@@ -51,7 +51,7 @@ export function leaseMsFor(leaseMs: number, timeoutMs: number): number {
   return Math.max(leaseMs, timeoutMs + Math.ceil(leaseMs / 2));
 }
 
-function toItem(deps: EdgeDeps, r: Row & { body: Buffer }, leaseOwner: string, leaseUntil: Date, settings: ReturnType<typeof destinationSettings>): WorkItem {
+function toItem(deps: EdgeDeps, r: Row & { body: Buffer }, leaseOwner: string, leaseUntil: Date, settings: DestinationSettings): WorkItem {
   const url = new URL(r.url);
   const auth = basicAuth(url);
   url.username = '';
