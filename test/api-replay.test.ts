@@ -1,16 +1,21 @@
+import { newId } from '@hookline/db';
 import { startApi, type ApiHarness } from './api-harness';
 import { createPipeline, insertDelivery, insertEvent } from './api-fixtures';
 
+/** A tenant with a dedicated deliverer pool, as the router and deliverers would be told too. */
+const POOLED_TENANT = newId('ten');
+
 let h: ApiHarness;
 beforeAll(async () => {
-  h = await startApi('apireplay');
+  h = await startApi('apireplay', { DEDICATED_POOLS: `${POOLED_TENANT}=acme` });
 });
 afterAll(async () => {
   await h.close();
 });
 
-async function queuedDeliveryIds(): Promise<string[]> {
-  const jobs = await h.producer.queue('deliver').getJobs(['waiting', 'delayed', 'prioritized']);
+/** Delivery ids of the jobs waiting in Redis on `deliver`, or on `deliver.<pool>`. */
+async function queuedDeliveryIds(pool?: string): Promise<string[]> {
+  const jobs = await h.producer.queue('deliver', pool).getJobs(['waiting', 'delayed', 'prioritized']);
   return jobs.flatMap((j) => (j.data as { v: number; deliveryIds: string[] }).deliveryIds);
 }
 
@@ -106,5 +111,24 @@ describe('replay', () => {
     expect((await row(b1)).status).toBe('exhausted');
     const bad = await h.call('POST', '/v1/replay', { key: t.apiKey, body: { status: 'pending' } });
     expect(bad.status).toBe(400);
+  });
+});
+
+describe('dedicated pools', () => {
+  it("puts a pooled tenant's retries and replays on its pool's queue, never on the shared one", async () => {
+    const t = await h.tenant({ id: POOLED_TENANT });
+    const p = await createPipeline(h, t.tenantId, t.apiKey);
+    const failed = await insertDelivery(h, t.tenantId, await insertEvent(h, t.tenantId, p.ingesterId, { status: 'failed' }), p, { status: 'failed', attempts: 2 });
+    const one = await insertDelivery(h, t.tenantId, await insertEvent(h, t.tenantId, p.ingesterId, { status: 'dlq_queued' }), p, { status: 'exhausted', attempts: 5 });
+    const bulk = await insertDelivery(h, t.tenantId, await insertEvent(h, t.tenantId, p.ingesterId, { status: 'dlq_queued' }), p, { status: 'exhausted', attempts: 5 });
+    const evt = (await h.db.pool.query('SELECT event_id FROM deliveries WHERE id = $1', [failed])).rows[0].event_id;
+
+    expect((await h.call('POST', `/v1/tenants/${t.tenantId}/events/${evt}/retry`, { key: t.apiKey })).status).toBe(202);
+    expect((await h.call('POST', `/v1/tenants/${t.tenantId}/deliveries/${one}/replay`, { key: t.apiKey })).status).toBe(202);
+    expect((await h.call('POST', '/v1/replay', { key: t.apiKey, body: { delivery_ids: [bulk] } })).body).toEqual({ replayed: 1, delivery_ids: [bulk] });
+
+    expect((await queuedDeliveryIds('acme')).sort()).toEqual([failed, one, bulk].sort());
+    const shared = await queuedDeliveryIds();
+    for (const id of [failed, one, bulk]) expect(shared).not.toContain(id);
   });
 });

@@ -86,7 +86,7 @@ describe('flat runtime routes', () => {
     const t = await h.tenant();
     const caps = await h.call('GET', '/v1/capabilities', { key: t.apiKey });
     const byId = Object.fromEntries(caps.body.capabilities.map((c: { id: string; status: string }) => [c.id, c.status]));
-    expect(byId).toMatchObject({ replay: 'implemented', mcp: 'implemented', evidence: 'implemented', discovery_documents: 'implemented', private_delivery: 'planned', multi_region: 'not_offered' });
+    expect(byId).toMatchObject({ replay: 'implemented', mcp: 'implemented', evidence: 'implemented', discovery_documents: 'implemented', private_delivery: 'implemented', clusters: 'implemented', multi_region: 'not_offered' });
     const ready = await h.call('GET', '/v1/readiness', { key: t.apiKey });
     expect(ready.body).toMatchObject({ status: 'ready', checks: { database: { ok: true }, redis: { ok: true }, queues: { ok: true }, evidence: { ok: true, unsealed_receipts: 0, latest_root_at: null } } });
     expect((await h.call('GET', '/v1/capabilities')).status).toBe(401);

@@ -42,7 +42,9 @@ test('Redis never evicts and keeps an append-only file', () => {
   expect(composeRedisProblems(compose())).toEqual([]);
 });
 
-test('the edge agent shares no network with PostgreSQL or Redis and has a private one', () => {
+test('the edge agent is built from its own Dockerfile, shares no network with PostgreSQL or Redis and has a private one', () => {
+  const edge = compose().services.edge!;
+  expect({ image: edge.image, build: edge.build, command: edge.command }).toEqual({ image: 'hookline-edge:latest', build: { context: '.', dockerfile: 'packages/edge/Dockerfile' }, command: undefined });
   expect(composeEdgeProblems(compose())).toEqual([]);
 });
 
@@ -78,6 +80,16 @@ describe('the checks find a broken compose file', () => {
     expect(composeOrderProblems(c)).toEqual(['router: must depend on migrate with condition service_completed_successfully']);
     expect(composeRedisProblems(c)).toEqual(['redis: --maxmemory-policy must be noeviction', 'redis: --appendonly must be yes']);
     expect(composeEdgeProblems(c)).toEqual(['edge: shares network core with PostgreSQL or Redis', 'edge: needs an internal (private) network for its targets']);
+  });
+
+  test("an edge agent given what it does not read, an invalid value, or the services' image", async () => {
+    const c = compose();
+    c.services.edge!.environment = { ...c.services.edge!.environment, DATABASE_URL: 'postgresql://x/y', EDGE_MAX_IN_FLIGHT: '0' };
+    c.services.edge!.build = '.';
+    const text = (await composeProcessProblems(c)).join('\n');
+    expect(text).toMatch(/edge: DATABASE_URL is set but hookline-edge does not read it/);
+    expect(text).toMatch(/edge: hookline-edge: EDGE_MAX_IN_FLIGHT must be >= 1/);
+    expect(composeEdgeProblems(c)).toEqual(['edge: must be built from packages/edge/Dockerfile with the repository as context']);
   });
 
   test('an entry the image does not contain', () => {

@@ -84,7 +84,7 @@ test('never claims what is not built', () => {
   expect(status('multi_region_failover')).toBe('not_claimed');
   expect(status('automatic_cert_rotation')).toBe('not_claimed');
   expect(status('git_configuration')).toBe('planned');
-  expect(status('private_edge_delivery')).toBe('planned');
+  expect(status('private_edge_delivery')).toBe('proven_local_mock');
   for (const phrase of ['Multi-region failover is not offered.', 'Git-based configuration is not implemented (planned for v1.1).', 'Automatic certificate rotation is not offered; certificates are rotated manually.']) {
     expect(manifest.non_claims).toContain(phrase);
   }

@@ -1,7 +1,10 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { verifyReceipt, type EvidenceBundle } from '@hookline/evidence';
+import { newId } from '@hookline/db';
 import { MCP_SCOPES } from '@hookline/signing';
+import { readClusterStatus } from '../services/api/src/edge/cluster-status';
 import { callTool as call, mcpKey, seedTenantData, startMcp, TEST_EVIDENCE_KEY, type McpHarness, type TenantData } from './mcp-harness';
+import { insertDestination, insertFlow } from './router-fixtures';
 
 let h: McpHarness;
 let mine: TenantData;
@@ -66,7 +69,7 @@ test('read tools answer from the tenant data of the key', async () => {
   expect(dlq.deliveries.map((d: { id: string }) => d.id)).toEqual([mine.exhaustedId]);
   const planes = (await call(client, 'list_planes')).body.planes;
   expect(planes.map((p: { id: string }) => p.id)).toEqual(['control', 'delivery', mine.clusterId]);
-  expect(planes[2]).toMatchObject({ kind: 'edge_cluster', status: 'online' });
+  expect(planes[2]).toMatchObject({ kind: 'edge_cluster', status: 'online', connected: true, in_flight: 0 });
   const logs = (await call(client, 'get_logs', { id: mine.exhaustedId })).body.entries;
   expect(logs.map((e: { source: string; level: string }) => [e.source, e.level])).toEqual([['delivery_attempt', 'warn'], ['delivery_attempt', 'warn']]);
   expect((await call(client, 'get_logs', { id: mine.ingesterId })).body.entries[0]).toMatchObject({ source: 'ingest_rejection', message: 'rejected: provider_verification_failed' });
@@ -97,6 +100,38 @@ test('refuses a missing key, a key without the mcp_ prefix and a revoked key wit
   const rest = await h.http('GET', '/v1/mcp/health', { headers: { 'x-mcp-api-key': doomed.key } });
   expect(rest.status).toBe(401);
   expect(rest.body).toMatchObject({ type: expect.stringMatching(/\/unauthorized$/), instance: rest.headers.get('x-request-id') });
+});
+
+test('edge planes show connected and in_flight by the rule of the cluster views', async () => {
+  const t = await seedTenantData(h);
+  const { tenantId } = t.tenant;
+  const [stale, never] = [newId('cls'), newId('cls')];
+  // Seen two minutes ago: outside EDGE_CONNECTED_WINDOW_MS (60 s), so not connected.
+  await h.db.pool.query(
+    `INSERT INTO clusters (id, tenant_id, name, key_encrypted, last_seen_at) VALUES ($1, $3, 'dc-stale', 'v1.x.y.z', now() - interval '2 minutes'), ($2, $3, 'dc-new', 'v1.x.y.z', NULL)`,
+    [stale, never, tenantId],
+  );
+  // Two deliveries of the connected cluster's destination: one leased now (in flight), one whose lease expired.
+  const dst = await insertDestination(h.db.pool, tenantId);
+  await h.db.pool.query('UPDATE destinations SET cluster_id = $1 WHERE id = $2', [t.clusterId, dst]);
+  for (const lease of ['1 minute', '-1 minute']) {
+    const flow = await insertFlow(h.db.pool, { tenantId, ingesterId: t.ingesterId, destinationId: dst });
+    await h.db.pool.query(
+      `INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, status, lease_until, lease_owner) VALUES ($1, $2, $3, $4, $5, 'delivering', now() + $6::interval, 'edge:a:1')`,
+      [newId('dlv'), tenantId, t.eventId, flow, dst, lease],
+    );
+  }
+  const key = await mcpKey(h, t.tenant, ['mcp:read:planes']);
+  const res = await h.http('GET', '/v1/mcp/planes', { headers: { 'x-mcp-api-key': key.key } });
+  const edge = Object.fromEntries(res.body.planes.filter((p: { kind: string }) => p.kind === 'edge_cluster').map((p: any) => [p.id, { status: p.status, connected: p.connected, in_flight: p.in_flight }]));
+  expect(edge).toEqual({
+    [t.clusterId]: { status: 'online', connected: true, in_flight: 1 },
+    [stale]: { status: 'stale', connected: false, in_flight: 0 },
+    [never]: { status: 'never_seen', connected: false, in_flight: 0 },
+  });
+  const { rows } = await h.db.pool.query<{ id: string; last_seen_at: Date | null }>('SELECT id, last_seen_at FROM clusters WHERE tenant_id = $1', [tenantId]);
+  const views = await readClusterStatus(h.db.pool, rows.map((r) => ({ id: r.id, lastSeenAt: r.last_seen_at })));
+  for (const [id, plane] of Object.entries(edge)) expect(views.get(id)).toEqual({ connected: plane.connected, in_flight: plane.in_flight });
 });
 
 test('a tool outside the scopes of the key answers 403 insufficient-scope', async () => {

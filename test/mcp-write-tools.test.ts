@@ -79,6 +79,28 @@ test('an enabled replay group re-queues a retained delivery and refuses one with
   expect((await audit('mcp.replay_delivery')).map((a) => a.outcome)).toEqual(['client_error:403', 'client_error:403', 'client_error:403', 'success:200', 'client_error:409']);
 });
 
+test("with DEDICATED_POOLS, the tenant's retries and replays go to its pool's queue", async () => {
+  const tenantId = t.tenant.tenantId;
+  h.deps.pools = new Map([[tenantId, 'acme']]);
+  try {
+    const c = await h.client(agent.key);
+    const evt = await insertEvent(h.db.pool, { tenantId, ingesterId: t.ingesterId, status: 'failed' });
+    const [failed, delivered] = [newId('dlv'), newId('dlv')];
+    for (const [id, status] of [[failed, 'failed'], [delivered, 'delivered']] as const) {
+      const flow = await insertFlow(h.db.pool, { tenantId, ingesterId: t.ingesterId, destinationId: t.destinationId });
+      await h.db.pool.query(`INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, status, attempt_count) VALUES ($1, $2, $3, $4, $5, $6, 1)`, [id, tenantId, evt, flow, t.destinationId, status]);
+    }
+    expect((await call(c, 'retry_event', { event_id: evt })).body).toEqual({ event_id: evt, delivery_ids: [failed], status: 'pending' });
+    expect((await call(c, 'replay_delivery', { delivery_id: delivered })).body).toMatchObject({ delivery_id: delivered, status: 'replaying' });
+    const queued = async (pool?: string) => (await h.producer.queue('deliver', pool).getJobs(['waiting', 'delayed'])).flatMap((j) => j.data.deliveryIds as string[]);
+    expect((await queued('acme')).sort()).toEqual([failed, delivered].sort());
+    const shared = await queued();
+    for (const id of [failed, delivered]) expect(shared).not.toContain(id);
+  } finally {
+    delete h.deps.pools;
+  }
+});
+
 test('an enabled configuration group switches a destination and announces it', async () => {
   await h.http('PUT', `${keys(t.tenant.tenantId)}/${agent.id}/tool-groups/configuration`, { headers: { 'x-api-key': t.tenant.apiKey } });
   const sub = createRedis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', 'worker');

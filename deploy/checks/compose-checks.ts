@@ -1,13 +1,15 @@
 // Checks of docker-compose.yml without a Docker engine: the file is interpolated the way
 // compose does it with no variables set (`${VAR:-default}` -> default), parsed with merge
 // keys, and each Hookline container is checked against the process it runs.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parse } from 'yaml';
-import { contractFor, EDGE_ENV_ASSUMED, effectiveConfig, envProblems, type ProcessContract } from './process-env';
+import { REPO_ROOT } from './kustomize-lite';
+import { contractFor, EDGE_CONTRACT, effectiveConfig, envProblems, type ProcessContract } from './process-env';
 
 export interface ComposeService {
   image?: string;
-  build?: unknown;
+  build?: string | { context?: string; dockerfile?: string };
   command?: string[];
   environment?: Record<string, string | number | boolean>;
   depends_on?: Record<string, { condition?: string }>;
@@ -40,10 +42,13 @@ function seconds(duration: string | undefined): number {
   return Number(m[1]) * ({ ms: 0.001, s: 1, m: 60 }[m[2] ?? 's'] ?? 1);
 }
 
-const isHookline = (s: ComposeService): boolean => s.image === 'hookline:latest' || s.build !== undefined;
+/** The edge agent has an image of its own. */
+const EDGE_DOCKERFILE = 'packages/edge/Dockerfile';
+const isEdge = (name: string, s: ComposeService): boolean => name === 'edge' || /^hookline-edge(:|$)/.test(s.image ?? '');
+const isHookline = (name: string, s: ComposeService): boolean => !isEdge(name, s) && (s.image === 'hookline:latest' || s.build !== undefined);
 
 async function contractOf(name: string, s: ComposeService): Promise<ProcessContract> {
-  if (name === 'edge') return { entry: 'hookline-edge', schema: EDGE_ENV_ASSUMED };
+  if (isEdge(name, s)) return EDGE_CONTRACT;
   return contractFor(s.command?.[0] ?? '(no command)');
 }
 
@@ -51,7 +56,7 @@ async function contractOf(name: string, s: ComposeService): Promise<ProcessContr
 export async function composeProcessProblems(c: ComposeFile): Promise<string[]> {
   const problems: string[] = [];
   for (const [name, s] of Object.entries(c.services)) {
-    if (!isHookline(s) && name !== 'edge') continue;
+    if (!isHookline(name, s) && !isEdge(name, s)) continue;
     let contract: ProcessContract;
     try {
       contract = await contractOf(name, s);
@@ -79,7 +84,7 @@ export function composeOrderProblems(c: ComposeFile): string[] {
     if (c.services[name]?.depends_on?.[dep]?.condition !== condition) problems.push(`${name}: must depend on ${dep} with condition ${condition}`);
   };
   for (const [name, s] of Object.entries(c.services)) {
-    if (!isHookline(s)) continue;
+    if (!isHookline(name, s)) continue;
     if (name === 'migrate' || s.command?.[0] === 'scripts/migrate.ts') want(name, 'postgres', 'service_healthy');
     else {
       want(name, 'migrate', 'service_completed_successfully');
@@ -98,12 +103,18 @@ export function composeRedisProblems(c: ComposeFile): string[] {
   return problems;
 }
 
-/** The edge agent runs only in its own networks: none shared with PostgreSQL or Redis. */
+/**
+ * The edge agent is built from its own Dockerfile and runs only in its own networks: none
+ * shared with PostgreSQL or Redis.
+ */
 export function composeEdgeProblems(c: ComposeFile): string[] {
   const edge = c.services.edge;
   if (!edge) return ['edge: the edge agent service is missing'];
   const problems: string[] = [];
-  if (!edge.profiles?.length) problems.push('edge: must sit behind a profile until its image exists');
+  if (!edge.profiles?.length) problems.push('edge: must sit behind a profile (it needs an enrolled cluster\'s CLUSTER_ID and CLUSTER_KEY)');
+  const build = typeof edge.build === 'string' ? { context: edge.build } : edge.build;
+  const dockerfile = resolve(REPO_ROOT, build?.context ?? '.', build?.dockerfile ?? 'Dockerfile');
+  if (!build || dockerfile !== resolve(REPO_ROOT, EDGE_DOCKERFILE) || !existsSync(dockerfile)) problems.push(`edge: must be built from ${EDGE_DOCKERFILE} with the repository as context`);
   const dataNets = new Set([...(c.services.postgres?.networks ?? ['default']), ...(c.services.redis?.networks ?? ['default'])]);
   for (const n of edge.networks ?? ['default']) if (dataNets.has(n)) problems.push(`edge: shares network ${n} with PostgreSQL or Redis`);
   if (!(edge.networks ?? []).some((n) => c.networks?.[n]?.internal === true)) problems.push('edge: needs an internal (private) network for its targets');

@@ -5,6 +5,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { baseEnv, ConfigError, loadConfig, type EnvSchema } from '@hookline/config';
+import { edgeAgentEnv } from '../../packages/edge/src/config';
 import { waitEnv } from '../scripts/wait-for-migrations';
 import { REPO_ROOT } from './kustomize-lite';
 
@@ -54,16 +55,8 @@ export async function contractFor(entry: string): Promise<ProcessContract> {
   throw new Error(`${entry} is not a known Hookline entry point`);
 }
 
-/**
- * The environment of the hookline-edge agent as issue 7 describes it. The package does not
- * exist yet; replace this with its exported schema when it does.
- */
-export const EDGE_ENV_ASSUMED = {
-  HOOKLINE_URL: { type: 'string', description: 'Base URL of the Hookline service the agent pulls work from' },
-  CLUSTER_ID: { type: 'string', description: 'The enrolled cluster (POST /tenants/{tid}/clusters)' },
-  CLUSTER_KEY: { type: 'string', minLength: 16, description: 'The cluster HMAC key, shown once at enrolment' },
-  PORT: { type: 'integer', default: 8090, minimum: 0, maximum: 65535, description: '/healthz and /readyz (the house rule for every process)' },
-} as const satisfies EnvSchema;
+/** The hookline-edge agent's contract: its own exported schema (packages/edge/src/config.ts). */
+export const EDGE_CONTRACT: ProcessContract = { entry: 'hookline-edge', schema: edgeAgentEnv };
 
 /** Problems with `env` for a process: unread variables, missing or invalid values. */
 export function envProblems(contract: ProcessContract, env: Record<string, string>): string[] {

@@ -6,7 +6,7 @@ import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
 import type { K8sObject } from './kustomize-lite';
 import { containerEnv, type ResolvedEnv } from './pod-env';
-import { contractFor, EDGE_ENV_ASSUMED, type ProcessContract } from './process-env';
+import { contractFor, EDGE_CONTRACT, type ProcessContract } from './process-env';
 
 export interface Workload {
   kind: 'Deployment' | 'Job';
@@ -37,7 +37,7 @@ function isEdge(c: IContainer): boolean {
 
 async function process(objects: K8sObject[], c: IContainer, init: boolean, ns: string | undefined): Promise<Process> {
   const resolved = containerEnv(objects, c, ns);
-  if (isEdge(c)) return { container: c, init, entry: 'hookline-edge', contract: { entry: 'hookline-edge', schema: EDGE_ENV_ASSUMED }, resolved };
+  if (isEdge(c)) return { container: c, init, entry: 'hookline-edge', contract: EDGE_CONTRACT, resolved };
   const entry = c.args?.[0] ?? c.command?.[0] ?? '(none)';
   const service = /^services\/([a-z-]+)\/src\/main\.ts$/.exec(entry)?.[1];
   try {

@@ -9,8 +9,8 @@ export interface SeededTenant {
 }
 
 /** Inserts a tenant and an API key (all API scopes unless given) straight into the database. */
-export async function seedTenant(pool: Pool, opts: { plan?: 'free' | 'pro' | 'business' | 'enterprise'; scopes?: Scope[]; name?: string } = {}): Promise<SeededTenant> {
-  const tenantId = newId('ten');
+export async function seedTenant(pool: Pool, opts: { plan?: 'free' | 'pro' | 'business' | 'enterprise'; scopes?: Scope[]; name?: string; id?: string } = {}): Promise<SeededTenant> {
+  const tenantId = opts.id ?? newId('ten');
   await pool.query(`INSERT INTO tenants (id, name, plan, updated_at) VALUES ($1, $2, $3, now())`, [tenantId, opts.name ?? 'Test tenant', opts.plan ?? 'free']);
   const k = newApiKey();
   const apiKeyId = newId('key');

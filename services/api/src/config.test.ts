@@ -15,4 +15,11 @@ describe('api config', () => {
     expect(() => parseRateLimits('free=1/2')).toThrow(ConfigError);
     expect(() => loadApiConfig({ PORT: 'eighty' })).toThrow(/PORT/);
   });
+
+  it('parses DEDICATED_POOLS as the router does, and refuses a tenant named twice', () => {
+    expect(loadApiConfig({}).pools.size).toBe(0);
+    expect([...loadApiConfig({ DEDICATED_POOLS: 'ten_a=acme,ten_b=acme' }).pools]).toEqual([['ten_a', 'acme'], ['ten_b', 'acme']]);
+    expect(() => loadApiConfig({ DEDICATED_POOLS: 'ten_a=Acme.1' })).toThrow(/DEDICATED_POOLS/);
+    expect(() => loadApiConfig({ DEDICATED_POOLS: 'ten_a=acme,ten_a=beta' })).toThrow(ConfigError);
+  });
 });

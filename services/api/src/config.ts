@@ -1,6 +1,7 @@
 import { baseEnv, ConfigError, loadConfig, type ConfigOf, type EnvSchema } from '@hookline/config';
 import { evidenceEnv } from '@hookline/evidence';
 import { observabilityEnv } from '@hookline/observability';
+import { parseDedicatedPools, POOL_PATTERNS } from '@hookline/queues';
 
 /** The api's environment: the base variables plus its own (names, defaults, meaning). */
 export const apiEnv = {
@@ -20,6 +21,12 @@ export const apiEnv = {
   API_BODY_LIMIT: { type: 'string', default: '1mb', description: 'Largest JSON body the control API accepts' },
   API_PUBLIC_URL: { type: 'string', default: 'http://127.0.0.1:8080', description: 'Public base URL of this api; the discovery documents link to each other and to /v1/mcp under it' },
   SOURCE_REPOSITORY_URL: { type: 'string', default: 'https://github.com/hookline/hookline', description: 'Source repository named in the capability manifest (`repository`)' },
+  DEDICATED_POOLS: {
+    type: 'string',
+    default: '',
+    pattern: POOL_PATTERNS.dedicatedPools,
+    description: "tenant_id=pool,… as given to the router: retries and replays of these tenants' deliveries go to queue deliver.<pool> instead of deliver",
+  },
   ...evidenceEnv,
   ...observabilityEnv,
 } as const satisfies EnvSchema;
@@ -35,6 +42,8 @@ export interface RateLimit {
 
 export interface ApiConfig extends ApiEnv {
   rateLimits: Record<PlanName, RateLimit>;
+  /** DEDICATED_POOLS parsed: tenant id → deliverer pool (absent: the default `deliver` queue). */
+  pools: ReadonlyMap<string, string>;
 }
 
 const PLANS: readonly PlanName[] = ['free', 'pro', 'business', 'enterprise'];
@@ -55,5 +64,11 @@ export function parseRateLimits(spec: string): Record<PlanName, RateLimit> {
 
 export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
   const base = loadConfig(apiEnv, env);
-  return { ...base, rateLimits: parseRateLimits(base.RATE_LIMITS) };
+  let pools: ReadonlyMap<string, string>;
+  try {
+    pools = parseDedicatedPools(base.DEDICATED_POOLS);
+  } catch (err) {
+    throw new ConfigError([(err as Error).message]);
+  }
+  return { ...base, rateLimits: parseRateLimits(base.RATE_LIMITS), pools };
 }

@@ -27,14 +27,16 @@ interface Row {
 // Due deliveries of clusters with no agent connected (never seen, or not within the
 // window) that have waited past the limit, counted from when they became due, when the
 // last agent was seen, or when a vanished agent's lease expired, whichever is latest.
-// They are leased to this sweep, which records one failed attempt each.
-const TAKE_SQL = `
+// They are leased to this sweep, which records one failed attempt each. (The plain status
+// list lets PostgreSQL use the partial index of open deliveries; it cannot infer it from the OR.)
+export const TAKE_SQL = `
 WITH stale AS (
   SELECT d.id, extract(epoch FROM now() - GREATEST(d.next_attempt_at, d.lease_until, c.last_seen_at)) * 1000 AS waited_ms
   FROM deliveries d
   JOIN destinations t ON t.id = d.destination_id
   JOIN clusters c ON c.id = t.cluster_id
   WHERE t.state = 'ACTIVE'
+    AND d.status IN ('pending', 'failed', 'replaying', 'delivering')
     AND (d.status IN ('pending', 'failed', 'replaying') OR (d.status = 'delivering' AND d.lease_until < now()))
     AND (c.last_seen_at IS NULL OR c.last_seen_at < now() - $1::float8 * interval '1 millisecond')
     AND GREATEST(d.next_attempt_at, d.lease_until, c.last_seen_at) < now() - $2::float8 * interval '1 millisecond'

@@ -5,7 +5,7 @@ import { withTryLock } from './advisory-lock';
 // payloads of their events when no other delivery of the event still needs one (any not
 // yet delivered, including a younger DLQ entry). Events that lost their payload are
 // marked status_reason = 'payload_purged'; the API refuses replay without a payload row.
-const PURGE_SQL = `
+export const PURGE_SQL = `
 WITH gone AS (
   DELETE FROM deliveries WHERE id IN (
     SELECT id FROM deliveries WHERE status = 'exhausted' AND exhausted_at < now() - $1::float8 * interval '1 millisecond'

@@ -14,7 +14,7 @@ export interface RecoveryInput {
 // between commit and enqueue), and ones a crashed deliverer held (lease expired), which
 // go back to pending/failed. Both get next_attempt_at = now(), so one sweep re-enqueues
 // a delivery at most once per `afterMs`. Direct, ACTIVE destinations only.
-const SWEEP_SQL = `
+export const SWEEP_SQL = `
 WITH due AS (
   SELECT d.id FROM deliveries d JOIN destinations t ON t.id = d.destination_id
   WHERE d.status IN ('pending', 'failed', 'replaying') AND d.next_attempt_at < now() - $1::float8 * interval '1 millisecond'

@@ -2,7 +2,7 @@ import type { Pool } from '@hookline/db';
 
 // Deliveries this process still holds go back to a claimable status, due now; the lease
 // owner is `<instance id>:<random>` (deliver-batch), hence the prefix match.
-const RELEASE_SQL = `UPDATE deliveries SET
+export const RELEASE_SQL = `UPDATE deliveries SET
   status = CASE WHEN attempt_count = 0 THEN 'pending'::"DeliveryStatus" ELSE 'failed'::"DeliveryStatus" END,
   lease_until = NULL, lease_owner = NULL, next_attempt_at = now(), updated_at = now()
 WHERE status = 'delivering' AND left(lease_owner, length($1)) = $1

@@ -28,7 +28,7 @@ export interface RecoverOutcome {
 // withTryLock puts the schema in the key, so deployments (and test schemas) sharing a
 // database do not block each other.
 export const RECOVERY_LOCK = 'router-recovery';
-const STALE_EVENTS = `SELECT id FROM events
+export const STALE_EVENTS = `SELECT id FROM events
   WHERE status = 'validated' AND received_at < now() - $1::int * interval '1 millisecond'
   ORDER BY received_at LIMIT $2`;
 

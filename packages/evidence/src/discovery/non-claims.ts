@@ -2,7 +2,7 @@
 export const NON_CLAIMS: Readonly<Record<string, readonly string[]>> = {
   delivery: [
     'Exactly-once delivery is not offered; delivery is at-least-once and consumers must handle duplicates idempotently.',
-    'Private delivery through an edge plane is planned; no edge agent delivers events yet.',
+    'Private delivery through an edge agent is pull-based (outbound long-polls) and at-least-once; per-destination mTLS, the circuit breaker and per-destination rate limits do not apply on that path.',
   ],
   availability: [
     'Multi-region failover is not offered.',

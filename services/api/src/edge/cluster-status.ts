@@ -20,7 +20,7 @@ export function isConnected(lastSeenAt: Date | null, now = Date.now()): boolean 
   return lastSeenAt !== null && now - lastSeenAt.getTime() < connectedWindowMs();
 }
 
-const IN_FLIGHT_SQL = `
+export const IN_FLIGHT_SQL = `
 SELECT t.cluster_id AS id, count(*)::int AS n
 FROM deliveries d JOIN destinations t ON t.id = d.destination_id
 WHERE t.cluster_id = ANY($1::text[]) AND d.status = 'delivering' AND d.lease_until > now()

@@ -23,11 +23,14 @@ interface Row {
 
 // Competing consumers: lock the cluster's due deliveries (skipping rows another agent's
 // lease statement holds), lease them to this poll, and return them with what sending
-// needs. Also takes `delivering` rows whose lease expired: an agent that vanished.
-const LEASE_SQL = `
+// needs. Also takes `delivering` rows whose lease expired: an agent that vanished. The
+// status list repeats the OR's so that PostgreSQL sees the partial index of open
+// deliveries (destination_id, next_attempt_at) applies: it cannot infer it from the OR.
+export const LEASE_SQL = `
 WITH cand AS (
   SELECT d.id FROM deliveries d JOIN destinations t ON t.id = d.destination_id
   WHERE t.cluster_id = $1 AND t.tenant_id = $2 AND t.state = 'ACTIVE'
+    AND d.status IN ('pending', 'failed', 'replaying', 'delivering')
     AND ((d.status IN ('pending', 'failed', 'replaying') AND d.next_attempt_at <= now())
       OR (d.status = 'delivering' AND d.lease_until < now()))
   ORDER BY d.next_attempt_at

@@ -20,6 +20,8 @@ export interface McpDeps {
   logger: Logger;
   /** QUEUE_PREFIX: configuration changes are announced on its channel. */
   queuePrefix: string;
+  /** DEDICATED_POOLS (tenant id → pool): retries and replays go to `deliver.<pool>`; absent, to `deliver`. */
+  pools?: ReadonlyMap<string, string>;
   /** The discovery documents (capabilities, proofs, non-claims); built once by the caller. */
   discovery: () => Discovery;
   /** Version metadata for /v1/mcp/health. */

@@ -1,5 +1,6 @@
 import { AppError } from '@hookline/errors';
 import { queueDepths } from '@hookline/queues';
+import { readClusterStatus } from '../edge/cluster-status';
 import type { McpDeps } from './mcp-deps';
 
 export type Row = Record<string, unknown>;
@@ -77,19 +78,27 @@ export async function listDeliveries(deps: McpDeps, tenantId: string, f: Deliver
   return { deliveries: page, next_cursor: rows.length > limit ? String(page[page.length - 1]?.['id']) : null };
 }
 
-/** The planes: the shared control and delivery planes, and the tenant's edge clusters. */
+/**
+ * The planes: the shared control and delivery planes, and the tenant's edge clusters with
+ * `connected` and `in_flight` as the cluster views compute them (readClusterStatus);
+ * status `online` while connected, else `stale` (seen before) or `never_seen`.
+ */
 export async function planes(deps: McpDeps, tenantId: string): Promise<Row> {
   const [database, redis] = await Promise.all([check(deps.pool.query('SELECT 1')), check(deps.redis.ping())]);
-  const { rows } = await deps.pool.query<Row & { last_seen_at: Date | null }>(
+  const { rows } = await deps.pool.query<Row & { id: string; last_seen_at: Date | null }>(
     `SELECT id, name, state::text AS state, last_seen_at, agent_version, created_at FROM clusters WHERE tenant_id = $1 AND state <> 'DELETED' ORDER BY id DESC LIMIT 100`,
     [tenantId],
   );
-  const fresh = (d: Date | null): string => (!d ? 'never_seen' : Date.now() - d.getTime() < 5 * 60_000 ? 'online' : 'stale');
+  const status = await readClusterStatus(deps.pool, rows.map((c) => ({ id: c.id, lastSeenAt: c.last_seen_at })));
+  const edge = (c: (typeof rows)[number]): Row => {
+    const { connected, in_flight } = status.get(c.id) ?? { connected: false, in_flight: 0 };
+    return { ...isoRow(c), kind: 'edge_cluster', status: connected ? 'online' : c.last_seen_at ? 'stale' : 'never_seen', connected, in_flight };
+  };
   return {
     planes: [
       { id: 'control', kind: 'control_plane', name: 'Hookline control API', status: database.ok ? 'ok' : 'degraded' },
       { id: 'delivery', kind: 'data_plane', name: 'Hookline ingest, router and deliverer', status: database.ok && redis.ok ? 'ok' : 'degraded' },
-      ...rows.map((c) => ({ ...isoRow(c), kind: 'edge_cluster', status: fresh(c.last_seen_at) })),
+      ...rows.map(edge),
     ],
   };
 }

@@ -1,6 +1,6 @@
 import { AppError } from '@hookline/errors';
 import type { AppContext } from '../context';
-import { enqueueDeliveries } from './requeue';
+import { enqueueDeliveries, poolOf } from './requeue';
 
 const REPLAYABLE = ['exhausted', 'delivered'];
 
@@ -15,7 +15,7 @@ export async function retryEvent(app: AppContext, tenantId: string, eventId: str
   );
   if (!rows.length) throw new AppError('conflict', 'The event has no failed or exhausted deliveries to retry.');
   const ids = rows.map((r) => r.id);
-  await enqueueDeliveries(app, ids);
+  await enqueueDeliveries(app, ids, poolOf(app.config.pools, tenantId));
   return ids;
 }
 
@@ -66,7 +66,7 @@ export async function replayMatching(app: AppContext, tenantId: string, f: Repla
   } finally {
     client.release();
   }
-  await enqueueDeliveries(app, ids);
+  await enqueueDeliveries(app, ids, poolOf(app.config.pools, tenantId));
   return ids;
 }
 

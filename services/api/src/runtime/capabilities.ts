@@ -34,8 +34,13 @@ export const CAPABILITIES: readonly Capability[] = [
   { id: 'audit_log', name: 'Audit log of writes', status: 'implemented' },
   { id: 'idempotency', name: 'Idempotency-Key on API writes (24 h)', status: 'implemented' },
   { id: 'rate_limits', name: 'Per-tenant API rate limits by plan', status: 'implemented' },
-  { id: 'clusters', name: 'Cluster enrollment and HMAC-signed cluster requests', status: 'partial', note: 'enrollment and heartbeat; no edge agent delivers yet' },
-  { id: 'private_delivery', name: 'Private delivery through an edge plane', status: 'planned' },
+  { id: 'clusters', name: 'Cluster enrollment and HMAC-signed cluster requests', status: 'implemented', note: 'enrollment (key shown once), heartbeats, and the signed requests of edge agents (work leases and reports)' },
+  {
+    id: 'private_delivery',
+    name: 'Private delivery through an edge plane',
+    status: 'implemented',
+    note: 'the hookline-edge agent (packages/edge) pulls a cluster\'s deliveries over outbound long-polls, sends them inside the private network and reports each attempt; per-destination mTLS, the circuit breaker and per-destination rate limits apply to direct delivery only',
+  },
   { id: 'dedicated_ips', name: 'Dedicated receive IPs', status: 'planned', note: 'the Business plan gate exists; no dedicated addresses are provisioned' },
   {
     id: 'mcp',

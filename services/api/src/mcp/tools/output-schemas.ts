@@ -95,7 +95,14 @@ export const logEntrySchema = z.object({
   data: z.record(z.string(), z.unknown()),
 });
 
-export const planeSchema = z.looseObject({ id: z.string(), kind: z.enum(['control_plane', 'data_plane', 'edge_cluster']), name: z.string(), status: z.string() });
+export const planeSchema = z.looseObject({
+  id: z.string(),
+  kind: z.enum(['control_plane', 'data_plane', 'edge_cluster']),
+  name: z.string(),
+  status: z.string(),
+  connected: z.boolean().optional().describe('edge clusters: an agent contacted the service within EDGE_CONNECTED_WINDOW_MS (as in the cluster views)'),
+  in_flight: z.number().int().optional().describe('edge clusters: deliveries leased to its agents, not reported yet'),
+});
 
 export const healthSchema = z.object({
   status: z.enum(['ok', 'degraded']),

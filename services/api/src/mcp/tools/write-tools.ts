@@ -2,13 +2,13 @@ import * as z from 'zod';
 import { AppError } from '@hookline/errors';
 import { withTransaction } from '@hookline/db';
 import { publishConfigChange } from '@hookline/queues';
+import { enqueueDeliveries, poolOf } from '../../replay/requeue';
 import type { McpContext } from '../mcp-deps';
 import { defineTool, idOf, type AnyTool } from './tool-def';
 
-/** Hands due deliveries to the deliverer; PostgreSQL already says they are due, so a failed enqueue is left to recovery. */
-async function enqueue(ctx: McpContext, deliveryIds: string[]): Promise<void> {
-  if (!deliveryIds.length) return;
-  await ctx.deps.producer.add('deliver', { v: 1, deliveryIds }).catch((err: Error) => ctx.deps.logger.warn('deliver enqueue failed; recovery will pick the deliveries up', { count: deliveryIds.length, err: err.message }));
+/** Hands due deliveries to the deliverer, on the tenant's pool queue (a failed enqueue is left to recovery). */
+function enqueue(ctx: McpContext, deliveryIds: string[]): Promise<void> {
+  return enqueueDeliveries(ctx.deps, deliveryIds, poolOf(ctx.deps.pools, ctx.principal.tenantId));
 }
 
 async function retryEvent(ctx: McpContext, eventId: string): Promise<Record<string, unknown>> {
