@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createPrisma, type PrismaClient } from '@hookline/db';
 import { createLogger } from '@hookline/logger';
-import { createProducer, createRedis, type Producer, type Redis } from '@hookline/queues';
+import { createProducer, createRedis, redisReady, type Producer, type Redis } from '@hookline/queues';
 import { createTestDatabase, flushPrefix, seedTenant, uniquePrefix, type SeededTenant, type TestDatabase } from '@hookline/testing';
 import { buildApp, type ApiApp } from '../services/api/src/app';
 import { loadApiConfig } from '../services/api/src/config';
@@ -54,6 +54,8 @@ export async function startApi(label: string, env: Record<string, string> = {}, 
   });
   const prisma = createPrisma(db.url, 3);
   const redis = createRedis(config.REDIS_URL, 'producer');
+  // The rate limiter fails open while Redis is unreachable: start only once connected.
+  if (!(await redisReady(redis, 20_000))) throw new Error('Redis did not connect');
   const producer = createProducer(redis, prefix);
   const logger = createLogger('api-test', 'error');
   // Files that provoke 500s on purpose keep the output readable.

@@ -23,7 +23,7 @@ test('a tiny bench run exits 0 and writes a report with figures, processes, rati
   expect(r.kind).toBe('hookline-bench');
   expect(Object.keys(r)).toEqual(expect.arrayContaining(['startedAt', 'finishedAt', 'machine', 'config', 'hookline', 'baselines', 'ratios', 'targets']));
   expect(r.hookline.ingest.load.ok2xx).toBeGreaterThan(0);
-  expect(r.hookline.ingest.drain.drained).toBe(true);
+  expect(r.hookline.ingest.drain.received).toBeGreaterThan(0);
   const lat = r.hookline.latency['200'].f2;
   expect(lat.load.offeredPerS).toBe(200);
   expect(lat.drain.drained).toBe(true);

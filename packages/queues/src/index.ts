@@ -1,6 +1,6 @@
 export { QUEUES, POOL_NAME, poolQueueName, deliverQueueName, type QueueName, type JobData } from './catalog';
 export { POOL_PATTERNS, parseDedicatedPools, parseDeliverQueues, deliverQueueOf } from './pools';
-export { createRedis, parseClusterNodes, isClusterClient, type Redis } from './redis';
+export { createRedis, redisReady, parseClusterNodes, isClusterClient, type Redis } from './redis';
 export { createProducer, type Producer } from './producer';
 export { createWorker, type WorkerHandle } from './worker';
 export { queueDepths } from './depths';

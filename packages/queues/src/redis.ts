@@ -59,3 +59,22 @@ export function createRedis(url: string, role: 'worker' | 'producer', clusterNod
 export function isClusterClient(redis: Redis): boolean {
   return (redis as unknown) instanceof Cluster;
 }
+
+/**
+ * Resolves true once the client is connected (false after `timeoutMs`). A producer
+ * connection refuses commands until then (no offline queue), so a process waits for it
+ * at boot rather than answering its first requests without Redis.
+ */
+export function redisReady(redis: Redis, timeoutMs: number): Promise<boolean> {
+  if (redis.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ok: boolean): void => {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+      resolve(ok);
+    };
+    const onReady = (): void => done(true);
+    const timer = setTimeout(() => done(false), timeoutMs);
+    redis.on('ready', onReady);
+  });
+}

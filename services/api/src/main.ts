@@ -4,7 +4,7 @@ import { closeServer } from '@hookline/http';
 import { evidenceKey, startEvidenceSealer } from '@hookline/evidence';
 import { createLogger } from '@hookline/logger';
 import { createObservability, httpObserverMiddleware, instrumentPool, instrumentRedis, sendMetrics } from '@hookline/observability';
-import { createProducer, createRedis } from '@hookline/queues';
+import { createProducer, createRedis, redisReady } from '@hookline/queues';
 import { buildApp } from './app';
 import { loadApiConfig } from './config';
 import { defaultPlugins } from './plugins';
@@ -17,6 +17,8 @@ async function main(): Promise<void> {
   const prisma = createPrisma(config.DATABASE_URL, config.DB_POOL_MAX);
   const pool = instrumentPool(createPool(config.DATABASE_URL, config.DB_POOL_MAX), metrics);
   const redis = instrumentRedis(createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER_NODES), metrics);
+  // A producer connection refuses commands until connected; give it a moment at boot.
+  if (!(await redisReady(redis, 10_000))) logger.warn('redis not reachable at start; continuing (readiness reports it)');
   const producer = createProducer(redis, config.QUEUE_PREFIX);
   const api = buildApp({ prisma, pool, redis, producer, config, logger }, defaultPlugins(config));
   const sealer = startEvidenceSealer(

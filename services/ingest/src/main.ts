@@ -3,7 +3,7 @@ import { createPool } from '@hookline/db';
 import { onShutdownSignal } from '@hookline/http';
 import { createLogger } from '@hookline/logger';
 import { createObservability, instrumentPool, instrumentRedis } from '@hookline/observability';
-import { createProducer, createRedis } from '@hookline/queues';
+import { createProducer, createRedis, redisReady } from '@hookline/queues';
 import { createIngestApp } from './app';
 import { ingestEnv, trustedProxies } from './config';
 
@@ -16,6 +16,8 @@ async function main(): Promise<void> {
   const { metrics } = observability;
   const pool = instrumentPool(createPool(config.DATABASE_URL, config.DB_POOL_MAX), metrics);
   const redis = instrumentRedis(createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER_NODES), metrics);
+  // A producer connection refuses commands until connected; give it a moment at boot.
+  if (!(await redisReady(redis, 10_000))) logger.warn('redis not reachable at start; continuing (readiness reports it)');
   const subscriber = instrumentRedis(createRedis(config.REDIS_URL, 'worker', config.REDIS_CLUSTER_NODES), metrics);
   const producer = createProducer(redis, config.QUEUE_PREFIX);
   const app = createIngestApp({ config, trustedProxies: proxies, pool, producer, redis, subscriber, logger, observability });
