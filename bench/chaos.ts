@@ -10,8 +10,8 @@ import { startStack } from './lib/stack';
 import { runChaosLoad, type Outage } from './chaos/chaos-load';
 import { parseChaosOptions } from './chaos/chaos-options';
 import { planFaults, runFaults } from './chaos/faults';
-import { startPrivatePostgres, type PrivatePostgres } from './chaos/private-postgres';
-import { startPrivateRedis } from './chaos/private-redis';
+import { startPrivatePostgres, type PrivatePostgres } from './lib/private-postgres';
+import { startPrivateRedis } from './lib/private-redis';
 import { waitQuiescent } from './chaos/quiescence';
 import { verify } from './chaos/verify';
 import type { DeliveryRecord } from './procs/chaos-receiver.main';
@@ -98,6 +98,8 @@ async function main(): Promise<number> {
   console.log(JSON.stringify({ verdict: report.verdict, quiescence: quiet, faults: faultLogs.length, json: file }));
   log(`JSON: ${file}`);
   await rx.child.kill();
+  // A failed run on the shared PostgreSQL keeps its schema for inspection.
+  if (!pass && !pg) log(`kept schema ${stack.schema} and prefix ${stack.prefix} for inspection`);
   await stack.close({ keepData: !pass && !pg });
   await pg?.close();
   await redis.close();

@@ -7,6 +7,7 @@ interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
   hitCount?: number;
+  children?: number[];
 }
 interface Profile {
   nodes: ProfileNode[];
@@ -45,6 +46,25 @@ export function summarize(file: string, top = 15): string {
   const pct = (us: number): string => `${((us / busy) * 100).toFixed(1).padStart(5)} %`;
   const lines = [`${file}: ${(total / 1e6).toFixed(1)} s profiled, ${(busy / 1e6).toFixed(1)} s busy (${((busy / total) * 100).toFixed(0)} %)`, '  self time by place (share of busy time):'];
   for (const [w, us] of [...byWhere].filter(([w]) => w !== '(idle)').sort((a, b) => b[1] - a[1]).slice(0, top)) lines.push(`    ${pct(us)}  ${w}`);
+  // Inclusive time of this project's functions (services/, packages/): which of our
+  // calls the busy time sits under, counted once per stack.
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const inclusive = new Map<string, number>();
+  for (const [id, us] of self) {
+    const seen = new Set<string>();
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const n = byId.get(cur)!;
+      const w = where(n.callFrame.url);
+      if (!/^(services|packages)\//.test(w)) continue;
+      const key = `${n.callFrame.functionName || '(anonymous)'} ${w}:${n.callFrame.lineNumber + 1}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      inclusive.set(key, (inclusive.get(key) ?? 0) + us);
+    }
+  }
+  lines.push('  our functions, inclusive:');
+  for (const [f, us] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, top)) lines.push(`    ${pct(us)}  ${f}`);
   lines.push('  hottest functions:');
   for (const [f, us] of [...byFn].filter(([f]) => !f.startsWith('(idle)')).sort((a, b) => b[1] - a[1]).slice(0, top)) lines.push(`    ${pct(us)}  ${f}`);
   return lines.join('\n');

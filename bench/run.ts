@@ -6,6 +6,9 @@ import { bundleServices } from './lib/bundle';
 import { stopAll } from './lib/children';
 import { startHelper } from './lib/helper';
 import { startHookline } from './lib/hookline-sut';
+import { topStatements } from './lib/pg-statements';
+import { startPrivatePostgres, type PrivatePostgres } from './lib/private-postgres';
+import { startPrivateRedis, type PrivateRedis } from './lib/private-redis';
 import { eventBody } from './lib/load';
 import { effectiveServiceConfig, machineInfo, redact } from './lib/machine';
 import { Monitor } from './lib/monitor';
@@ -34,12 +37,15 @@ async function measure(sut: RunningSut, into: SystemResults, o: BenchOptions, rx
     monitor.stop();
     const all = procs.summary(from, Date.now());
     into.processes = Object.fromEntries(Object.entries(all).filter(([n]) => sut.processes.includes(n)));
+    const servers = Object.fromEntries(Object.entries(all).filter(([n]) => n === 'postgres' || n === 'redis'));
+    if (Object.keys(servers).length) into.servers = servers;
     into.totalPeakRssMb = Object.values(into.processes).reduce((a, p) => a + p.peakRssMb, 0);
   }
 }
 
 async function main(): Promise<void> {
   const o = parseBenchOptions(process.argv.slice(2));
+  let servers: { pg: PrivatePostgres; redis: PrivateRedis } | null = null;
   const startedAt = new Date().toISOString();
   const destinationConfig = { max_concurrency: 64 };
   const report: BenchReport = {
@@ -53,10 +59,16 @@ async function main(): Promise<void> {
     ratios: {},
     targets: [],
   };
+  if (o.privateServers) {
+    process.stderr.write('starting a private PostgreSQL (pg_stat_statements) and redis-server…\n');
+    servers = { pg: await startPrivatePostgres({ database: 'bench', statStatements: true }), redis: await startPrivateRedis() };
+    o.databaseUrl = servers.pg.url;
+    o.redisUrl = servers.redis.url;
+  }
   const rx = await startHelper<{ port: number }>('receiver', 'bench/procs/bench-receiver.main.ts');
   const rxUrl = `http://127.0.0.1:${rx.hello.port}`;
   let current: RunningSut | null = null;
-  const procs = new ProcSampler(() => ({ generator: process.pid, receiver: rx.child.pid, ...(current?.pids() ?? {}) }));
+  const procs = new ProcSampler(() => ({ generator: process.pid, receiver: rx.child.pid, ...(servers ? { postgres: servers.pg.pids(), redis: servers.redis.pid() } : {}), ...(current?.pids() ?? {}) }));
 
   if (o.systems.includes('hookline')) {
     process.stderr.write('starting Hookline (migrations, api, ingest, router, deliverer)…\n');
@@ -69,6 +81,7 @@ async function main(): Promise<void> {
     try {
       await measure(h, report.hookline, o, rx, procs, queues);
       report.hookline.queueDepths = queues.samples;
+      if (servers) report.hookline.pgTopStatements = await topStatements(h.stack.url).catch(() => undefined);
     } finally {
       await queues.close();
       await h.close();
@@ -102,6 +115,8 @@ async function main(): Promise<void> {
   const file = writeReport(report, o.out);
   console.log(`\nJSON: ${file}`);
   await rx.child.kill();
+  await servers?.pg.close();
+  await servers?.redis.close();
 }
 
 main().then(

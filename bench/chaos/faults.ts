@@ -2,8 +2,8 @@
 // PostgreSQL stopped hard and started again. Printed before the run, logged as it happens.
 import type { Stack, ServiceName } from '../lib/stack';
 import type { Outage } from './chaos-load';
-import type { PrivatePostgres } from './private-postgres';
-import type { PrivateRedis } from './private-redis';
+import type { PrivatePostgres } from '../lib/private-postgres';
+import type { PrivateRedis } from '../lib/private-redis';
 
 export type FaultKind = ServiceName | 'redis' | 'postgres';
 

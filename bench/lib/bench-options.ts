@@ -22,6 +22,7 @@ export interface BenchOptions {
   out: string | null;
   cpuProfDir: string | null;
   runtime: 'tsx' | 'bundle';
+  privateServers: boolean;
   databaseUrl: string;
   redisUrl: string;
   serviceEnv: Record<string, string>;
@@ -41,6 +42,8 @@ const HELP = `pnpm bench [--quick] [--duration S] [--phases ingest,e2e,latency] 
   --payload BYTES         event body size (default 1024)
   --env K=V               extra env for the services (repeatable), e.g. --env DELIVERER_CONCURRENCY=32
   --cpu-prof DIR          write V8 CPU profiles of the services into DIR (read them with bench/profile-summary.ts)
+  --private-servers       a private PostgreSQL (with pg_stat_statements) and redis-server for the run,
+                          so that their CPU is sampled and the costliest statements reported
   --runtime tsx|bundle    services from TypeScript via tsx as shipped (default), or esbuild bundles on plain node
   --out FILE              JSON path (default bench/results/<timestamp>.json)`;
 
@@ -77,6 +80,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
       env: { type: 'string', multiple: true, default: [] },
       'cpu-prof': { type: 'string' },
       runtime: { type: 'string', default: 'tsx' },
+      'private-servers': { type: 'boolean', default: false },
       out: { type: 'string' },
     },
     strict: true,
@@ -107,9 +111,10 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
     e2eConnections: Number(values['e2e-connections']),
     maxLag: Number(values['max-lag']),
     payloadBytes: Number(values.payload),
-    drainTimeoutMs: q ? 30_000 : 180_000,
+    drainTimeoutMs: q ? 45_000 : 180_000,
     out: values.out ?? null,
     cpuProfDir: values['cpu-prof'] ?? null,
+    privateServers: values['private-servers'],
     runtime: values.runtime === 'bundle' ? 'bundle' : values.runtime === 'tsx' ? 'tsx' : fail(`--runtime must be tsx or bundle (got "${values.runtime}")`),
     databaseUrl: process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test',
     redisUrl: process.env.BENCH_REDIS_URL ?? process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',

@@ -2,9 +2,9 @@
 // plain node, to measure what the tsx loader costs (its module-hooks thread and on-the-fly
 // transforms). npm packages stay external, resolved to absolute paths at build time.
 import { builtinModules } from 'node:module';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { build } from 'esbuild';
 import { onExitSync, ROOT } from './children';
 
@@ -31,6 +31,11 @@ export async function bundleServices(names: readonly string[]): Promise<Record<s
               if (a.path.startsWith('node:') || builtinModules.includes(a.path)) return { external: true };
               return { path: require.resolve(a.path, { paths: [a.resolveDir] }), external: true };
             });
+            // Paths computed from __dirname (migrations, package.json) keep pointing into the checkout.
+            b.onLoad({ filter: /\.ts$/ }, (a) => ({
+              contents: readFileSync(a.path, 'utf8').replace(/\b__dirname\b/g, JSON.stringify(dirname(a.path))).replace(/\b__filename\b/g, JSON.stringify(a.path)),
+              loader: 'ts',
+            }));
           },
         },
       ],

@@ -72,7 +72,8 @@ export async function drain(ctx: PhaseCtx, base: number, expected: number): Prom
 
 function procsOf(ctx: PhaseCtx, from: number): Record<string, ProcSummary> {
   const all = ctx.procs.summary(from, Date.now());
-  return Object.fromEntries(Object.entries(all).filter(([n]) => ctx.sut.processes.includes(n) || n === 'generator' || n === 'receiver'));
+  const shared = ['generator', 'receiver', 'postgres', 'redis'];
+  return Object.fromEntries(Object.entries(all).filter(([n]) => ctx.sut.processes.includes(n) || shared.includes(n)));
 }
 
 /** Ingest at saturation: 2xx per second with `connections` keep-alive connections. */

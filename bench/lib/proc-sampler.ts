@@ -1,6 +1,6 @@
 // Samples RSS and CPU of named processes from /proc once a second (Linux). CPU is the
 // share of one core over the last interval (100 % = one core busy).
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
@@ -29,6 +29,21 @@ function readTicks(pid: number): number | null {
   }
 }
 
+/** Direct children of a process (e.g. PostgreSQL's backends under the postmaster). */
+export function childPids(ppid: number): number[] {
+  const out: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === ppid) out.push(Number(d));
+    } catch {
+      // gone already
+    }
+  }
+  return out;
+}
+
 function readRssMb(pid: number): { rss: number; hwm: number } | null {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -41,12 +56,16 @@ function readRssMb(pid: number): { rss: number; hwm: number } | null {
 
 export class ProcSampler {
   readonly series = new Map<string, ProcSample[]>();
-  private last = new Map<string, { pid: number; ticks: number; t: number }>();
+  private last = new Map<string, { pid: string; ticks: number; t: number }>();
   private peakHwm = new Map<string, number>();
   private timer: NodeJS.Timeout | null = null;
 
-  /** `pids` is asked every tick, so restarted processes are followed by name. */
-  constructor(private readonly pids: () => Record<string, number | undefined>, private readonly intervalMs = 1000) {}
+  /**
+   * `pids` is asked every tick, so restarted processes are followed by name. A name may
+   * stand for a group (PostgreSQL's backends): CPU and RSS are summed over it (RSS then
+   * counts shared memory once per process).
+   */
+  constructor(private readonly pids: () => Record<string, number | number[] | undefined>, private readonly intervalMs = 1000) {}
 
   start(): void {
     this.sample();
@@ -62,16 +81,27 @@ export class ProcSampler {
 
   private sample(): void {
     const now = Date.now();
-    for (const [name, pid] of Object.entries(this.pids())) {
-      if (!pid || pid < 0) continue;
-      const ticks = readTicks(pid);
-      const mem = readRssMb(pid);
-      if (ticks === null || mem === null) continue;
+    for (const [name, given] of Object.entries(this.pids())) {
+      const group = (Array.isArray(given) ? given : [given]).filter((p): p is number => !!p && p > 0);
+      if (!group.length) continue;
+      let ticks = 0;
+      const mem = { rss: 0, hwm: 0 };
+      for (const p of group) {
+        const t = readTicks(p);
+        const m = readRssMb(p);
+        if (t === null || m === null) continue;
+        ticks += t;
+        mem.rss += m.rss;
+        mem.hwm += m.hwm;
+      }
+      if (!mem.rss) continue;
+      // A backend that exits takes its ticks with it: a group's CPU is a lower bound.
+      const pid = group.join(',');
       const prev = this.last.get(name);
-      this.last.set(name, { pid, ticks, t: now });
+      this.last.set(name, { pid: Array.isArray(given) ? 'group' : pid, ticks, t: now });
       this.peakHwm.set(name, Math.max(this.peakHwm.get(name) ?? 0, mem.hwm));
-      if (!prev || prev.pid !== pid || now <= prev.t) continue;
-      const cpuPct = ((ticks - prev.ticks) / TICKS_PER_SECOND / ((now - prev.t) / 1000)) * 100;
+      if (!prev || prev.pid !== (Array.isArray(given) ? 'group' : pid) || now <= prev.t) continue;
+      const cpuPct = Math.max(0, ((ticks - prev.ticks) / TICKS_PER_SECOND / ((now - prev.t) / 1000)) * 100);
       const list = this.series.get(name) ?? [];
       list.push({ t: now, cpuPct: Math.round(cpuPct), rssMb: Math.round(mem.rss) });
       this.series.set(name, list);

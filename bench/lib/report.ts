@@ -5,8 +5,9 @@ import { dirname, resolve } from 'node:path';
 import { ROOT } from './children';
 import type { GatedResult } from './load';
 import type { PhaseResult } from './phases';
+import type { StatementCost } from './pg-statements';
 import type { ProcSummary } from './proc-sampler';
-import type { QueueSample } from './queue-sampler';
+import { QueueSampler, type QueueSample } from './queue-sampler';
 
 export interface SystemResults {
   ingest?: PhaseResult;
@@ -14,6 +15,9 @@ export interface SystemResults {
   /** latency[rate][`f${fanout}`] */
   latency: Record<string, Record<string, PhaseResult>>;
   processes: Record<string, ProcSummary>;
+  /** PostgreSQL (all backends) and Redis, when private to the run. */
+  servers?: Record<string, ProcSummary>;
+  pgTopStatements?: StatementCost[];
   totalPeakRssMb?: number;
   queueDepths?: QueueSample[];
 }
@@ -88,6 +92,7 @@ export function printSummary(r: BenchReport): void {
     })]);
   }
   rows.push(['peak RSS MB, all processes', ...sys.map(([, s]) => n(s.totalPeakRssMb))]);
+  rows.push(['peak jobs waiting (route+deliver)', ...sys.map(([, s]) => (s.queueDepths?.length ? n(Math.max(...s.queueDepths.map((q) => QueueSampler.backlog(q)))) : '-'))]);
   console.log(`\n=== pnpm bench summary (${r.machine['cpus']} cores, ${r.machine['note']}) ===\n`);
   console.log(table(rows));
   for (const [rate, byF] of Object.entries(r.hookline.latency))
@@ -98,7 +103,13 @@ export function printSummary(r: BenchReport): void {
     }
   const procRows = [['process', 'peak RSS MB', 'mean CPU %', 'peak CPU %']];
   for (const [, s] of sys) for (const [p, v] of Object.entries(s.processes)) procRows.push([p, n(v.peakRssMb), n(v.meanCpuPct), n(v.peakCpuPct)]);
+  for (const [name, s] of sys) for (const [p, v] of Object.entries(s.servers ?? {})) procRows.push([`${p} (during ${name})`, '-', n(v.meanCpuPct), n(v.peakCpuPct)]);
   console.log(`\n${table(procRows)}`);
+  const top = r.hookline.pgTopStatements;
+  if (top?.length) {
+    console.log('\nPostgreSQL time by statement (pg_stat_statements, Hookline phases):');
+    for (const q of top) console.log(`  ${String(q.sharePct).padStart(5)} %  ${n(q.calls).padStart(9)} calls  ${String(q.meanMs).padStart(8)} ms  ${String(q.rowsPerCall).padStart(6)} rows  ${q.query.slice(0, 110)}`);
+  }
   console.log(`\nratios: ${Object.entries(r.ratios).filter(([, v]) => v !== null).map(([k, v]) => `${k}=${v}`).join('  ')}`);
   console.log('\ntargets:');
   for (const t of r.targets) console.log(`  ${t.pass === null ? '  -  ' : t.pass ? ' PASS' : ' MISS'}  ${t.name}: ${n(t.value)} (target ${t.target})`);

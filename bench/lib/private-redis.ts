@@ -2,7 +2,7 @@
 // that "restart Redis with its data gone" never touches the machine's shared Redis.
 import { freePort, waitFor } from '@hookline/testing';
 import IORedis from 'ioredis';
-import { startChild, type Child } from '../lib/children';
+import { startChild, type Child } from './children';
 
 export interface PrivateRedis {
   url: string;

@@ -7,12 +7,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { freePort, waitFor } from '@hookline/testing';
-import { onExitSync, startChild, type Child } from '../lib/children';
+import { onExitSync, startChild, type Child } from './children';
+import { childPids } from './proc-sampler';
 
 export interface PrivatePostgres {
-  /** Base URL of the `chaos` database (add ?schema= as usual). */
+  /** Base URL of the run's database (add ?schema= as usual). */
   url: string;
   pid(): number | undefined;
+  /** The postmaster and every backend, for CPU sampling. */
+  pids(): number[];
   /** Immediate shutdown (like a crash: recovery from WAL on start), down for `downMs`. */
   stop(): Promise<void>;
   start(): Promise<void>;
@@ -34,7 +37,15 @@ function runAs(): { uid?: number; gid?: number } {
   return { uid, gid };
 }
 
-export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+export interface PrivatePostgresOptions {
+  database?: string;
+  /** Load pg_stat_statements, to see which statements the time goes to. */
+  statStatements?: boolean;
+}
+
+export async function startPrivatePostgres(opts: PrivatePostgresOptions = {}): Promise<PrivatePostgres> {
+  const database = opts.database ?? 'chaos';
+  const extra = opts.statStatements ? ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'pg_stat_statements.track=top'] : [];
   const bin = binDir();
   const user = runAs();
   const dir = mkdtempSync(join(tmpdir(), 'hookline-chaos-pg-'));
@@ -48,7 +59,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   let child: Child | null = null;
 
   const start = async (): Promise<void> => {
-    child = startChild('postgres', join(bin, 'postgres'), ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'shared_buffers=64MB'], { ...user, cwd: dir });
+    child = startChild('postgres', join(bin, 'postgres'), ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', ...extra], { ...user, cwd: dir });
     await waitFor(async () => {
       if (!child?.alive()) throw new Error(`postgres exited: ${child?.tail()}`);
       const c = new Client({ connectionString: admin, connectionTimeoutMillis: 1000 });
@@ -64,11 +75,19 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   await start();
   const c = new Client({ connectionString: admin });
   await c.connect();
-  await c.query('CREATE DATABASE chaos');
+  await c.query(`CREATE DATABASE "${database}"`);
   await c.end();
+  const url = `postgresql://postgres@127.0.0.1:${port}/${database}`;
+  if (opts.statStatements) {
+    const db = new Client({ connectionString: url });
+    await db.connect();
+    await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    await db.end();
+  }
   return {
-    url: `postgresql://postgres@127.0.0.1:${port}/chaos`,
+    url,
     pid: () => (child?.alive() ? child.pid : undefined),
+    pids: () => (child?.alive() ? [child.pid, ...childPids(child.pid)] : []),
     // SIGQUIT to the postmaster is PostgreSQL's "immediate shutdown": no checkpoint, crash
     // recovery on the next start, exactly what a killed server looks like.
     async stop() {
