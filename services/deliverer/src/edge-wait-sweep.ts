@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Pool } from '@hookline/db';
 import { decide, destinationSettings, recordOutcomes, type DeliveryPolicy, type Outcome, type SendResult } from '@hookline/delivery';
-import { withTryLock } from './advisory-lock';
+import { withTryLock } from '@hookline/db';
 
 export interface EdgeWaitInput {
   /** A cluster counts as connected while an agent was seen within this window. */

@@ -1,5 +1,5 @@
 import type { Pool } from '@hookline/db';
-import { withTryLock } from './advisory-lock';
+import { withTryLock } from '@hookline/db';
 
 // Deletes expired DLQ entries (attempts go with them, by cascade) and the retained
 // payloads of their events when no other delivery of the event still needs one (any not

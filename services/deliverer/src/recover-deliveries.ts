@@ -1,6 +1,6 @@
 import type { Pool } from '@hookline/db';
 import type { Producer } from '@hookline/queues';
-import { withTryLock } from './advisory-lock';
+import { withTryLock } from '@hookline/db';
 
 export interface RecoveryInput {
   /** A due delivery with no job for this long is re-enqueued. */
