@@ -30,8 +30,8 @@ UPDATE deliveries d SET
   delivered_at = CASE WHEN u.status = 'delivered' THEN now() ELSE d.delivered_at END,
   exhausted_at = CASE WHEN u.status = 'exhausted' THEN now() ELSE d.exhausted_at END,
   updated_at = now()
-FROM unnest($3::text[], $4::int[], $12::text[], $13::int[], $9::text[], $5::int[]) AS u(id, number, status, delay, error, status_code)
-WHERE d.id = u.id AND d.lease_owner = $14 AND d.status = 'delivering'`;
+FROM unnest($3::text[], $4::int[], $12::text[], $13::int[], $9::text[], $5::int[], $14::text[]) AS u(id, number, status, delay, error, status_code, owner)
+WHERE d.id = u.id AND d.lease_owner = u.owner AND d.status = 'delivering'`;
 
 // Event status from all of its deliveries: any exhausted -> dlq_queued, else any failed ->
 // failed, else all delivered -> delivered (status_reason 'replayed' when one was replayed).
@@ -69,6 +69,12 @@ export interface RecordOptions {
   onlyHeld?: boolean;
 }
 
+/** Outcomes of deliveries claimed under one lease owner. */
+export interface OwnedOutcomes {
+  leaseOwner: string;
+  outcomes: Outcome[];
+}
+
 /**
  * Writes a batch's attempts and outcomes, then the status of their events, in one
  * transaction. The events are locked first (in id order) so that the aggregate is read
@@ -76,24 +82,34 @@ export interface RecordOptions {
  * Returns the outcomes written.
  */
 export async function recordOutcomes(pool: Pool, leaseOwner: string, all: Outcome[], opts: RecordOptions = {}): Promise<Outcome[]> {
-  if (all.length === 0) return [];
+  return recordOwnedOutcomes(pool, [{ leaseOwner, outcomes: all }], opts);
+}
+
+/**
+ * recordOutcomes for several claims at once (each row guarded by its own lease owner):
+ * the deliverer merges the outcomes of concurrent jobs into one transaction.
+ */
+export async function recordOwnedOutcomes(pool: Pool, groups: OwnedOutcomes[], opts: RecordOptions = {}): Promise<Outcome[]> {
+  const owned = groups.flatMap((g) => g.outcomes.map((o) => ({ o, owner: g.leaseOwner })));
+  if (owned.length === 0) return [];
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    let outcomes = all;
+    let rows = owned;
     if (opts.onlyHeld) {
-      const { rows } = await client.query<{ id: string }>(
-        `SELECT id FROM deliveries WHERE id = ANY($1::text[]) AND lease_owner = $2 AND status = 'delivering' ORDER BY id FOR UPDATE`,
-        [all.map((o) => o.deliveryId), leaseOwner],
+      const { rows: held } = await client.query<{ id: string }>(
+        `SELECT d.id FROM deliveries d JOIN unnest($1::text[], $2::text[]) AS u(id, owner) ON d.id = u.id AND d.lease_owner = u.owner
+         WHERE d.status = 'delivering' ORDER BY d.id FOR UPDATE OF d`,
+        [owned.map((x) => x.o.deliveryId), owned.map((x) => x.owner)],
       );
-      const held = new Set(rows.map((r) => r.id));
-      outcomes = all.filter((o) => held.has(o.deliveryId));
-      if (outcomes.length === 0) {
+      const ids = new Set(held.map((r) => r.id));
+      rows = owned.filter((x) => ids.has(x.o.deliveryId));
+      if (rows.length === 0) {
         await client.query('ROLLBACK');
         return [];
       }
     }
-    const col = <T>(f: (o: Outcome) => T): T[] => outcomes.map(f);
+    const col = <T>(f: (o: Outcome) => T): T[] => rows.map((x) => f(x.o));
     const eventIds = [...new Set(col((o) => o.eventId))];
     await client.query(RECORD_SQL, [
       col(() => newId('att')),
@@ -109,13 +125,13 @@ export async function recordOutcomes(pool: Pool, leaseOwner: string, all: Outcom
       col((o) => o.result.durationMs),
       col((o) => o.decision.status),
       col((o) => (o.decision.status === 'failed' ? Math.round(o.decision.delayMs) : 0)),
-      leaseOwner,
+      rows.map((x) => x.owner),
       opts.via ?? 'direct',
     ]);
     await client.query('SELECT 1 FROM events WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE', [eventIds]);
     await client.query(EVENTS_SQL, [eventIds]);
     await client.query('COMMIT');
-    return outcomes;
+    return rows.map((x) => x.o);
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;

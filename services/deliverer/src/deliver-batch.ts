@@ -1,16 +1,18 @@
-import { randomBytes } from 'node:crypto';
 import type { Pool } from '@hookline/db';
-import { buildHeaders, decide, destinationSettings, recordOutcomes, type BackoffPolicy, type DeliveryDefaults, type Outcome, type SendResult } from '@hookline/delivery';
+import { buildHeaders, decide, destinationSettings, type BackoffPolicy, type DeliveryDefaults, type Outcome, type SendResult } from '@hookline/delivery';
 import type { Logger } from '@hookline/logger';
 import type { JobData, Producer, Redis } from '@hookline/queues';
 import type { Breaker } from './circuit-breaker';
-import { claimDeliveries, releaseDeliveries, renewLeases } from './claim-deliveries';
+import { releaseDeliveries, renewLeases } from './claim-deliveries';
+import type { CoalescedDb } from './coalesced-db';
 import { gateDeliveries, groupBy, type Prepared } from './gate-deliveries';
 import type { HttpSender } from './http-sender';
 import { recordHealth } from './record-health';
 
 export interface DeliverDeps {
   pool: Pool;
+  /** Claim and record, merged across concurrent jobs. */
+  db: CoalescedDb;
   /** A non-blocking connection for the breaker and rate-limit scripts. */
   redis: Redis;
   producer: Producer;
@@ -75,8 +77,7 @@ async function enqueue(deps: DeliverDeps, deliveryIds: string[], delayMs: number
  * attempt and outcome in one transaction, and schedule the retries.
  */
 export async function deliverBatch(deps: DeliverDeps, job: JobData['deliver']): Promise<BatchSummary> {
-  const leaseOwner = `${deps.instanceId}:${randomBytes(6).toString('hex')}`;
-  const claimed = await claimDeliveries(deps.pool, { deliveryIds: job.deliveryIds, leaseOwner, leaseMs: deps.leaseMs, slackMs: deps.claimSlackMs });
+  const { leaseOwner, claimed } = await deps.db.claim(job.deliveryIds);
   const summary: BatchSummary = { claimed: claimed.length, deferred: 0, delivered: 0, failed: 0, exhausted: 0 };
   if (claimed.length === 0) return summary;
 
@@ -99,7 +100,7 @@ export async function deliverBatch(deps: DeliverDeps, job: JobData['deliver']): 
     const attemptNumber = p.d.attemptCount + 1;
     return { deliveryId: p.d.id, tenantId: p.d.tenantId, eventId: p.d.eventId, attemptNumber, result, decision: decide(p.settings, deps.backoff, result, attemptNumber, p.d.replayCount, now) };
   });
-  await recordOutcomes(deps.pool, leaseOwner, outcomes);
+  await deps.db.record({ leaseOwner, outcomes });
   await recordHealth(deps, allowed.map((p, i) => ({ destinationId: p.d.destinationId, result: results[i]! })));
 
   const retries: Promise<void>[] = [];

@@ -5,6 +5,7 @@ import type { Logger } from '@hookline/logger';
 import type { Producer, Redis } from '@hookline/queues';
 import { createSecretBox } from '@hookline/signing';
 import { createBreaker } from './circuit-breaker';
+import { createCoalescedDb } from './coalesced-db';
 import { parseList, type DelivererConfig } from './config';
 import type { DeliverDeps } from './deliver-batch';
 import { createHttpSender } from './http-sender';
@@ -23,8 +24,16 @@ export interface Resources {
 /** Turns validated config and open connections into what `deliverBatch` needs. */
 export function buildDeliverDeps(config: DelivererConfig, r: Resources): DeliverDeps {
   const guard = createSsrfGuard(parseList(config.SSRF_ALLOWLIST), r.resolver);
+  const instanceId = `${hostname()}:${process.pid}`;
   return {
     pool: r.pool,
+    db: createCoalescedDb(r.pool, {
+      leaseMs: config.DELIVERY_LEASE_MS,
+      claimSlackMs: config.CLAIM_SLACK_MS,
+      instanceId,
+      maxInFlight: config.DELIVERER_DB_IN_FLIGHT,
+      maxJobs: config.DELIVERER_CONCURRENCY,
+    }),
     redis: r.redis,
     producer: r.producer,
     prefix: config.QUEUE_PREFIX,
@@ -41,6 +50,6 @@ export function buildDeliverDeps(config: DelivererConfig, r: Resources): Deliver
     leaseMs: config.DELIVERY_LEASE_MS,
     claimSlackMs: config.CLAIM_SLACK_MS,
     disableAfterMs: config.DESTINATION_DISABLE_AFTER_MS,
-    instanceId: `${hostname()}:${process.pid}`,
+    instanceId,
   };
 }
