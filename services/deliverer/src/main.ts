@@ -5,7 +5,7 @@ import { createPool } from '@hookline/db';
 import { closeServer, startHealthServer } from '@hookline/http';
 import { createLogger } from '@hookline/logger';
 import { createObservability, instrumentPool, instrumentRedis, sendMetrics, startQueueSampler } from '@hookline/observability';
-import { createProducer, createRedis, createWorker, parseDedicatedPools, parseDeliverQueues } from '@hookline/queues';
+import { createProducer, createRedis, createWorker, parseDedicatedPools, parseDeliverQueues, redisReady } from '@hookline/queues';
 import { delivererEnv } from './config';
 import { deliverJobHandler } from './deliver-job';
 import { sweepEdgeWaits } from './edge-wait-sweep';
@@ -27,6 +27,8 @@ async function main(): Promise<void> {
   const pool = instrumentPool(createPool(config.DATABASE_URL, config.DB_POOL_MAX), metrics);
   const workerRedis = instrumentRedis(createRedis(config.REDIS_URL, 'worker', config.REDIS_CLUSTER_NODES), metrics);
   const redis = instrumentRedis(createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER_NODES), metrics);
+  // Retries and breaker scripts go through this connection: wait for it at boot.
+  if (!(await redisReady(redis, 10_000))) logger.warn('redis not reachable at start; continuing (readiness reports it)');
   const producer = createProducer(redis, config.QUEUE_PREFIX);
   const built = buildDeliverDeps(config, { pool, redis, producer, logger });
   const breaker = observeBreaker(built.breaker, metrics, redis, config.QUEUE_PREFIX);

@@ -5,7 +5,7 @@ import { createPool } from '@hookline/db';
 import { closeServer, startHealthServer } from '@hookline/http';
 import { createLogger } from '@hookline/logger';
 import { createObservability, instrumentPool, instrumentRedis, sendMetrics, startQueueSampler } from '@hookline/observability';
-import { createProducer, createRedis, createWorker, onConfigChange, parseDedicatedPools } from '@hookline/queues';
+import { createProducer, createRedis, createWorker, onConfigChange, parseDedicatedPools, redisReady } from '@hookline/queues';
 import { routerEnv } from './config';
 import { FlowCache } from './flow-cache';
 import { startRecoverySweeper } from './recover-events';
@@ -20,6 +20,9 @@ async function main(): Promise<void> {
   const redisOf = (role: 'worker' | 'producer') => instrumentRedis(createRedis(config.REDIS_URL, role, config.REDIS_CLUSTER_NODES), metrics);
   const workerRedis = redisOf('worker');
   const producerRedis = redisOf('producer');
+  // A producer connection refuses commands until connected (no offline queue): wait for it,
+  // so the first routed batches are enqueued rather than left to the recovery sweep.
+  if (!(await redisReady(producerRedis, 10_000))) logger.warn('redis not reachable at start; continuing (readiness reports it)');
   const subscriber = redisOf('worker');
 
   const flows = new FlowCache(pool, config.FLOW_CACHE_TTL_MS, (flowId, errors) => logger.warn('flow has an invalid filter; it matches nothing', { flow_id: flowId, errors }));
