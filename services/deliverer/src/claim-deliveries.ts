@@ -1,4 +1,5 @@
 import type { Pool } from '@hookline/db';
+import { sendContextSelect } from '@hookline/delivery';
 
 export type ClaimableStatus = 'pending' | 'failed' | 'replaying';
 
@@ -60,11 +61,7 @@ WITH cand AS (
   FROM cand WHERE d.id = cand.id
   RETURNING d.id, d.tenant_id, d.event_id, d.destination_id, d.attempt_count, d.replay_count, cand.prev_status
 )
-SELECT c.*, t.url, t.method, t.config, t.secrets, e.correlation_id, e.received_at, e.type, p.body, p.content_type
-FROM claimed c
-JOIN destinations t ON t.id = c.destination_id
-JOIN events e ON e.id = c.event_id
-LEFT JOIN event_payloads p ON p.event_id = c.event_id`;
+${sendContextSelect('claimed')}`;
 
 export interface ClaimInput {
   deliveryIds: string[];

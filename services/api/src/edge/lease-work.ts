@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { basicAuth, buildHeaders, decide, destinationSettings, recordOutcomes, type DestinationSettings, type Outcome, type WorkItem } from '@hookline/delivery';
+import { basicAuth, buildHeaders, sendContextSelect, decide, destinationSettings, recordOutcomes, type DestinationSettings, type Outcome, type WorkItem } from '@hookline/delivery';
 import type { EdgeCluster } from './edge-auth';
 import type { EdgeDeps } from './edge-deps';
 
@@ -42,12 +42,8 @@ WITH cand AS (
   FROM cand WHERE d.id = cand.id
   RETURNING d.id, d.tenant_id, d.event_id, d.destination_id, d.attempt_count, d.replay_count, d.lease_until
 )
-SELECT l.*, t.url, t.method, t.config, t.secrets, e.correlation_id, e.received_at, e.type, p.body, p.content_type
-FROM leased l
-JOIN destinations t ON t.id = l.destination_id
-JOIN events e ON e.id = l.event_id
-LEFT JOIN event_payloads p ON p.event_id = l.event_id
-ORDER BY l.id`;
+${sendContextSelect('leased')}
+ORDER BY c.id`;
 
 /** A lease covers the send (the destination's timeout) plus half a lease to report it. */
 export function leaseMsFor(leaseMs: number, timeoutMs: number): number {
