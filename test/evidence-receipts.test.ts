@@ -5,11 +5,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
-import { parseDatabaseUrl } from '@hookline/db';
+import { newId, parseDatabaseUrl } from '@hookline/db';
 import { createLogger } from '@hookline/logger';
 import {
   canonical, evidenceFor, receiptsByDelivery, evidenceKey, inclusionPath, inclusionProof, issueReceipts, leafHash, listMerkleRoots, listReceipts, merkleRoot, nodeHash,
-  sealWindow, startEvidenceSealer, verifyInclusion, verifyReceipt, type EvidenceBundle,
+  sealWindow, startEvidenceSealer, SWEEP_EVERY_MS, verifyInclusion, verifyReceipt, type EvidenceBundle,
 } from '@hookline/evidence';
 import { startReceiver, waitFor, type Receiver } from '@hookline/testing';
 import { createHarness, type Harness } from './deliverer-fixtures';
@@ -169,6 +169,29 @@ test('the sealer issues and seals under its lock, once', async () => {
   expect(bundle!.root!.leaf_count).toBe(1);
   expect(new Date(bundle!.root!.window_end).getTime() - new Date(bundle!.root!.window_start).getTime()).toBe(1000);
   expect(verifyReceipt(bundle!.receipt, bundle!.proof!, bundle!.root!, { key: key.key }).valid).toBe(true);
+});
+
+test('passes look back a short while; the periodic sweep finds an attempt that committed long after its id was minted', async () => {
+  const pool = h.db.pool;
+  const dst = await h.destination(`${rx.url}/late`);
+  const late = await h.delivery(dst.id, { body: '{"order":5}' });
+  const sealer = startEvidenceSealer({ pool, logger: createLogger('evidence-test', 'error'), key, windowMs: 1000, graceMs: 100 }, 3_600_000);
+  try {
+    const t = new Date(Date.now() + 1000);
+    await sealer.tick(t); // the first pass is a sweep over everything
+    // An attempt whose id was minted 5 minutes before it committed (a stalled writer).
+    const minted = new Date(t.getTime() - 5 * 60_000);
+    await pool.query(
+      `INSERT INTO delivery_attempts (id, tenant_id, delivery_id, number, status_code, started_at, duration_ms, via)
+       VALUES ($1, $2, $3, 1, 200, $4, 5, 'direct')`,
+      [newId('att', minted.getTime()), h.tenantId, late.deliveryId, minted],
+    );
+    expect((await sealer.tick(new Date(t.getTime() + 15_000)))!.issued).toBe(0);
+    expect((await sealer.tick(new Date(t.getTime() + SWEEP_EVERY_MS + 1)))!.issued).toBe(1);
+  } finally {
+    await sealer.stop();
+  }
+  expect((await receiptsByDelivery(pool, h.tenantId, [late.deliveryId])).get(late.deliveryId)).toHaveLength(1);
 });
 
 test('the CLI verifies a bundle file and refuses a tampered one', async () => {

@@ -6,3 +6,4 @@ export type { PrismaClient } from './generated/client';
 export * as Models from './generated/enums';
 export type { Prisma } from './generated/client';
 export { withTransaction, withTryLock } from './transaction';
+export { isTransientDbError, retryTransient, type RetryOptions } from './transient';

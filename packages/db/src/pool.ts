@@ -17,7 +17,11 @@ export function parseDatabaseUrl(url: string): { connectionString: string; schem
 export function createPool(url: string, max = 10): Pool {
   const { connectionString, schema } = parseDatabaseUrl(url);
   const pool = new Pool({ connectionString, max, options: `-c search_path="${schema}"`, connectionTimeoutMillis: 5000 });
-  // An idle client that loses its connection must not crash the process.
+  // A client that loses its connection must not crash the process: an idle one reports to
+  // the pool, and a checked-out one (PostgreSQL restarted mid-transaction) emits 'error'
+  // after its query was already rejected, with no listener while it is checked out. The
+  // pool drops such a client when it is released.
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 }

@@ -8,7 +8,7 @@ export { inclusionProof, bundlesFor } from './inclusion-proof';
 export { verifyReceipt, type VerifyResult } from './verify-receipt';
 export { verifyBundles, bundlesIn, type BundleReport } from './verify-bundles';
 export { listReceipts, listMerkleRoots, evidenceFor, receiptsByDelivery, type Page, type ReceiptFilter } from './evidence-queries';
-export { startEvidenceSealer, type EvidenceSealer, type SealerDeps, type SealerTick } from './sealer';
+export { startEvidenceSealer, LOOKBACK_MS, SWEEP_EVERY_MS, type EvidenceSealer, type SealerDeps, type SealerTick } from './sealer';
 export { evidenceEnv } from './env';
 export { buildDiscovery, cachedDiscovery, EVIDENCE_BASE, SECURITY_BASE, type Discovery, type DiscoveryOptions } from './discovery/discovery-documents';
 export { validateManifest, MANIFEST_SCHEMA } from './discovery/manifest-schema';

@@ -1,4 +1,4 @@
-import type { Pool } from '@hookline/db';
+import { retryTransient, type Pool } from '@hookline/db';
 import { buildHeaders, decide, destinationSettings, type BackoffPolicy, type DeliveryDefaults, type Outcome, type SendResult } from '@hookline/delivery';
 import type { Logger } from '@hookline/logger';
 import type { JobData, Producer, Redis } from '@hookline/queues';
@@ -7,6 +7,7 @@ import { releaseDeliveries, renewLeases } from './claim-deliveries';
 import type { CoalescedDb } from './coalesced-db';
 import { gateDeliveries, groupBy, type Prepared } from './gate-deliveries';
 import type { HttpSender } from './http-sender';
+import { createOutcomeRecorder } from './outcome-recorder';
 import { recordHealth } from './record-health';
 
 export interface DeliverDeps {
@@ -24,6 +25,8 @@ export interface DeliverDeps {
   defaults: DeliveryDefaults;
   backoff: BackoffPolicy;
   leaseMs: number;
+  /** Outcomes completed within this of each other are recorded together. */
+  recordLingerMs: number;
   claimSlackMs: number;
   disableAfterMs: number;
   /** Names this process in `lease_owner`. */
@@ -74,7 +77,7 @@ async function enqueue(deps: DeliverDeps, deliveryIds: string[], delayMs: number
 /**
  * One `deliver` job: claim the due deliveries among its ids, hold back those a circuit or
  * rate limit refuses (no attempt consumed), send the rest concurrently, record every
- * attempt and outcome in one transaction, and schedule the retries.
+ * attempt and outcome as the requests complete, and schedule the retries.
  */
 export async function deliverBatch(deps: DeliverDeps, job: JobData['deliver']): Promise<BatchSummary> {
   const { leaseOwner, claimed } = await deps.db.claim(job.deliveryIds);
@@ -90,17 +93,33 @@ export async function deliverBatch(deps: DeliverDeps, job: JobData['deliver']): 
   }
   if (allowed.length === 0) return summary;
 
-  // While requests are out, the lease is renewed, so recovery never takes back a delivery
-  // that is still in flight (a crashed process stops renewing).
+  // While requests are out and their outcomes are being written, the lease is renewed, so
+  // recovery never takes back a delivery that is still in flight (a crashed process stops
+  // renewing).
   const renewal = setInterval(() => void renewLeases(deps.pool, leaseOwner, deps.leaseMs).catch(() => undefined), Math.max(250, deps.leaseMs / 3));
-  const results = await Promise.all(allowed.map((p) => sendOne(deps, p, job.traceparent))).finally(() => clearInterval(renewal));
-  const now = Date.now();
-  const outcomes: Outcome[] = allowed.map((p, i) => {
-    const result = results[i]!;
-    const attemptNumber = p.d.attemptCount + 1;
-    return { deliveryId: p.d.id, tenantId: p.d.tenantId, eventId: p.d.eventId, attemptNumber, result, decision: decide(p.settings, deps.backoff, result, attemptNumber, p.d.replayCount, now) };
-  });
-  await deps.db.record({ leaseOwner, outcomes });
+  // Each outcome is recorded as its request completes. A write that fails because
+  // PostgreSQL went away is retried while the lease would still hold: the receiver already
+  // has the request, and giving up would send it again once the lease expired.
+  const recorder = createOutcomeRecorder(
+    (outcomes) =>
+      retryTransient(() => deps.db.record({ leaseOwner, outcomes }), {
+        deadlineMs: deps.leaseMs / 2,
+        onRetry: (err, attempt) => deps.logger.warn('could not record outcomes; retrying', { count: outcomes.length, attempt, error: (err as Error).message }),
+      }),
+    deps.recordLingerMs,
+  );
+  const outcomes: Outcome[] = [];
+  const results = await Promise.all(
+    allowed.map(async (p) => {
+      const result = await sendOne(deps, p, job.traceparent);
+      const attemptNumber = p.d.attemptCount + 1;
+      const outcome: Outcome = { deliveryId: p.d.id, tenantId: p.d.tenantId, eventId: p.d.eventId, attemptNumber, result, decision: decide(p.settings, deps.backoff, result, attemptNumber, p.d.replayCount, Date.now()) };
+      outcomes.push(outcome);
+      recorder.add(outcome);
+      return result;
+    }),
+  );
+  await recorder.finish().finally(() => clearInterval(renewal));
   await recordHealth(deps, allowed.map((p, i) => ({ destinationId: p.d.destinationId, result: results[i]! })));
 
   const retries: Promise<void>[] = [];

@@ -48,6 +48,7 @@ export function buildDeliverDeps(config: DelivererConfig, r: Resources): Deliver
     openSecret: createSecretCache(createSecretBox(config.SECRETS_KEY)),
     ...deliveryPolicy(config),
     leaseMs: config.DELIVERY_LEASE_MS,
+    recordLingerMs: config.DELIVERER_RECORD_LINGER_MS,
     claimSlackMs: config.CLAIM_SLACK_MS,
     disableAfterMs: config.DESTINATION_DISABLE_AFTER_MS,
     instanceId,

@@ -1,0 +1,37 @@
+import { isTransientDbError, retryTransient } from './transient';
+
+test('connection-class failures are transient; statement errors are not', () => {
+  for (const code of ['08006', '08001', '57P01', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET']) expect(isTransientDbError({ code })).toBe(true);
+  expect(isTransientDbError(new Error('Connection terminated unexpectedly'))).toBe(true);
+  for (const code of ['23505', '42P01', '22P02', '40001']) expect(isTransientDbError({ code })).toBe(false);
+  expect(isTransientDbError(new Error('syntax error'))).toBe(false);
+  expect(isTransientDbError(null)).toBe(false);
+});
+
+test('retryTransient retries transient failures until one succeeds', async () => {
+  let calls = 0;
+  const retried: number[] = [];
+  const out = await retryTransient(
+    async () => {
+      calls++;
+      if (calls < 3) throw Object.assign(new Error('down'), { code: '57P01' });
+      return 'ok';
+    },
+    { deadlineMs: 5000, initialDelayMs: 1, onRetry: (_e, n) => retried.push(n) },
+  );
+  expect(out).toBe('ok');
+  expect(calls).toBe(3);
+  expect(retried).toEqual([1, 2]);
+});
+
+test('retryTransient rethrows a statement error at once, and a transient one past the deadline', async () => {
+  let calls = 0;
+  const unique = Object.assign(new Error('duplicate key'), { code: '23505' });
+  await expect(retryTransient(async () => { calls++; throw unique; }, { deadlineMs: 5000, initialDelayMs: 1 })).rejects.toBe(unique);
+  expect(calls).toBe(1);
+  calls = 0;
+  const down = Object.assign(new Error('down'), { code: 'ECONNREFUSED' });
+  await expect(retryTransient(async () => { calls++; throw down; }, { deadlineMs: 30, initialDelayMs: 10, maxDelayMs: 10 })).rejects.toBe(down);
+  expect(calls).toBeGreaterThan(1);
+  expect(calls).toBeLessThan(10);
+});

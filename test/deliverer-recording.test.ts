@@ -1,0 +1,75 @@
+// When outcomes are written: as each request completes (not after the batch's slowest),
+// and again after PostgreSQL dropped the connection mid-write (not by sending again).
+import { Client } from 'pg';
+import { parseDatabaseUrl } from '@hookline/db';
+import { startReceiver, waitFor, type Receiver } from '@hookline/testing';
+import { createHarness, type Harness } from './deliverer-fixtures';
+
+jest.setTimeout(60_000);
+
+let h: Harness;
+const receivers: Receiver[] = [];
+
+beforeAll(async () => {
+  h = await createHarness('dlvrec');
+});
+
+afterAll(async () => {
+  await Promise.all(receivers.map((r) => r.close()));
+  await h?.close();
+});
+
+async function receiver(delayMs = 0): Promise<Receiver> {
+  const r = await startReceiver(() => ({ status: 200, body: 'ok', delayMs }));
+  receivers.push(r);
+  return r;
+}
+
+test('a delivered request is recorded while a slower request of the same batch is still out', async () => {
+  const fast = await h.destination(`${(await receiver()).url}/fast`);
+  const slow = await h.destination(`${(await receiver(1500)).url}/slow`, { config: { timeout_ms: 10_000 } });
+  const a = await h.delivery(fast.id);
+  const b = await h.delivery(slow.id);
+  let finished = false;
+  const run = h.run([a.deliveryId, b.deliveryId]).then((s) => {
+    finished = true;
+    return s;
+  });
+  await waitFor(async () => (await h.row(a.deliveryId)).status === 'delivered', { what: 'the fast delivery recorded' });
+  expect((await h.row(b.deliveryId)).status).toBe('delivering');
+  expect(await h.attempts(a.deliveryId)).toHaveLength(1);
+  expect(finished).toBe(false);
+  expect(await run).toMatchObject({ claimed: 2, delivered: 2 });
+  expect((await h.row(b.deliveryId)).status).toBe('delivered');
+  expect((await h.event(a.eventId)).status).toBe('delivered');
+});
+
+test('a write cut off by PostgreSQL (connection terminated) is retried: recorded once, sent once', async () => {
+  const rx = await receiver();
+  const dst = await h.destination(`${rx.url}/once`);
+  const { deliveryId, eventId } = await h.delivery(dst.id);
+  // Hold the event's row lock so that the outcome transaction waits inside PostgreSQL,
+  // then terminate that backend, as a restart would, and let go of the lock.
+  const holder = new Client({ connectionString: parseDatabaseUrl(h.db.url).connectionString });
+  await holder.connect();
+  try {
+    await holder.query(`SET search_path TO "${h.db.schema}"`);
+    await holder.query('BEGIN');
+    await holder.query('SELECT 1 FROM events WHERE id = $1 FOR UPDATE', [eventId]);
+    const run = h.run([deliveryId]);
+    const blocked = await waitFor(
+      async () => (await holder.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [(await holder.query('SELECT pg_backend_pid() AS p')).rows[0].p])).rows[0]?.pid,
+      { what: 'the outcome transaction waiting on the event lock' },
+    );
+    expect(rx.requests).toHaveLength(1);
+    await holder.query('SELECT pg_terminate_backend($1)', [blocked]);
+    await holder.query('ROLLBACK');
+    expect(await run).toMatchObject({ claimed: 1, delivered: 1 });
+  } finally {
+    await holder.end();
+  }
+  expect(rx.requests).toHaveLength(1);
+  expect((await h.row(deliveryId)).status).toBe('delivered');
+  expect(await h.attempts(deliveryId)).toHaveLength(1);
+  expect((await h.event(eventId)).status).toBe('delivered');
+});
