@@ -46,6 +46,8 @@ export interface PrivatePostgresOptions {
 export async function startPrivatePostgres(opts: PrivatePostgresOptions = {}): Promise<PrivatePostgres> {
   const database = opts.database ?? 'chaos';
   const extra = opts.statStatements ? ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'pg_stat_statements.track=top'] : [];
+  // More server settings for an investigation, e.g. BENCH_PG_SETTINGS='log_min_duration_statement=50 logging_collector=on log_directory=/tmp/pglog'.
+  for (const kv of (process.env.BENCH_PG_SETTINGS ?? '').split(/\s+/).filter(Boolean)) extra.push('-c', kv);
   const bin = binDir();
   const user = runAs();
   const dir = mkdtempSync(join(tmpdir(), 'hookline-chaos-pg-'));

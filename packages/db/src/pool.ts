@@ -13,10 +13,20 @@ export function parseDatabaseUrl(url: string): { connectionString: string; schem
   return { connectionString: u.toString(), schema };
 }
 
+/**
+ * Session settings for every connection: the schema, and JIT off. Hookline's statements
+ * are short key lookups and multi-row writes; when statistics lag a fast-growing table the
+ * planner's cost estimate can pass `jit_above_cost` and PostgreSQL then spends 100–350 ms
+ * compiling a statement that runs in a few (seen in the benchmark with auto_explain).
+ */
+export function sessionOptions(schema: string): string {
+  return `-c search_path="${schema}" -c jit=off`;
+}
+
 /** A raw `pg` pool for hot paths (multi-row statements); Prisma serves the control plane. */
 export function createPool(url: string, max = 10): Pool {
   const { connectionString, schema } = parseDatabaseUrl(url);
-  const pool = new Pool({ connectionString, max, options: `-c search_path="${schema}"`, connectionTimeoutMillis: 5000 });
+  const pool = new Pool({ connectionString, max, options: sessionOptions(schema), connectionTimeoutMillis: 5000 });
   // A client that loses its connection must not crash the process: an idle one reports to
   // the pool, and a checked-out one (PostgreSQL restarted mid-transaction) emits 'error'
   // after its query was already rejected, with no listener while it is checked out. The

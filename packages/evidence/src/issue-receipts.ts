@@ -19,6 +19,13 @@ interface AttemptRow {
   response_sha256: string | null;
 }
 
+// A page of attempt ids in id order (the primary key), then the details of those that
+// have no receipt yet. Two statements rather than one anti-join over the range: with
+// statistics that lag a fast-growing table the planner hashed the whole range of
+// attempts against every receipt (~100 ms per 1,000 attempts in the benchmark); this way
+// each step is an index walk or an index probe per id, whatever the statistics say.
+const PAGE = `SELECT id FROM delivery_attempts WHERE id > $1 ORDER BY id LIMIT $2`;
+
 // Hashes are computed inside PostgreSQL so that no body travels to this process. The
 // response body is stored truncated by the deliverer: its hash is of the stored text.
 const PENDING_ATTEMPTS = `
@@ -26,14 +33,15 @@ SELECT a.id, a.tenant_id, a.delivery_id, a.number, a.status_code, a.error_kind, 
        d.event_id, d.destination_id, t.url,
        encode(sha256(p.body), 'hex') AS body_sha256,
        encode(sha256(convert_to(a.response_body, 'UTF8')), 'hex') AS response_sha256
-  FROM delivery_attempts a
+  FROM unnest($1::text[]) AS x(id)
+  CROSS JOIN LATERAL (
+    SELECT a.* FROM delivery_attempts a
+     WHERE a.id = x.id AND NOT EXISTS (SELECT 1 FROM evidence_receipts r WHERE r.attempt_id = a.id)
+  ) a
   JOIN deliveries d ON d.id = a.delivery_id
   LEFT JOIN destinations t ON t.id = d.destination_id
   LEFT JOIN event_payloads p ON p.event_id = d.event_id
- WHERE a.id > $1
-   AND NOT EXISTS (SELECT 1 FROM evidence_receipts r WHERE r.attempt_id = a.id)
- ORDER BY a.id
- LIMIT $2`;
+ ORDER BY a.id`;
 
 const INSERT = `
 INSERT INTO evidence_receipts (id, tenant_id, attempt_id, delivery_id, event_id, destination_id, destination_origin, attempt_number,
@@ -105,11 +113,12 @@ export async function issueReceipts(pool: Pool, key: EvidenceKey, opts: IssueOpt
   let after = opts.since ? idFloor('att', opts.since) : '';
   let issued = 0;
   for (;;) {
-    const { rows } = await pool.query<AttemptRow>(PENDING_ATTEMPTS, [after, batchSize]);
-    if (!rows.length) return issued;
+    const { rows: page } = await pool.query<{ id: string }>(PAGE, [after, batchSize]);
+    if (!page.length) return issued;
+    const { rows } = await pool.query<AttemptRow>(PENDING_ATTEMPTS, [page.map((r) => r.id)]);
     const issuedAt = opts.now ?? new Date();
-    issued += await insertReceipts(pool, rows.map((a) => toReceipt(key, a, issuedAt)));
-    after = rows[rows.length - 1]!.id;
-    if (rows.length < batchSize) return issued;
+    if (rows.length) issued += await insertReceipts(pool, rows.map((a) => toReceipt(key, a, issuedAt)));
+    after = page[page.length - 1]!.id;
+    if (page.length < batchSize) return issued;
   }
 }
