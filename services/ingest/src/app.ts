@@ -18,7 +18,8 @@ export interface IngestAppDeps {
   config: Pick<
     IngestConfig,
     | 'INGEST_PUBLIC_URL' | 'PAYLOAD_LIMIT_BYTES' | 'SIGNATURE_TOLERANCE_SECONDS' | 'INGESTER_CACHE_TTL_MS' | 'DEDUP_WINDOW_SECONDS'
-    | 'INGEST_BATCH_MAX' | 'INGEST_FLUSHES_IN_FLIGHT' | 'INGEST_ENQUEUE_TIMEOUT_MS' | 'SECRETS_KEY' | 'QUEUE_PREFIX'
+    | 'INGEST_BATCH_MAX' | 'INGEST_FLUSHES_IN_FLIGHT' | 'INGEST_ENQUEUE_TIMEOUT_MS' | 'INGEST_ROUTE_LINGER_MS' | 'INGEST_ROUTE_BATCH_MAX'
+    | 'SECRETS_KEY' | 'QUEUE_PREFIX'
   >;
   trustedProxies: readonly Cidr[];
   pool: Pool;
@@ -59,6 +60,8 @@ export function createIngestApp(deps: IngestAppDeps): IngestApp {
     maxInFlight: config.INGEST_FLUSHES_IN_FLIGHT,
     dedupWindowSeconds: config.DEDUP_WINDOW_SECONDS,
     enqueueTimeoutMs: config.INGEST_ENQUEUE_TIMEOUT_MS,
+    routeLingerMs: config.INGEST_ROUTE_LINGER_MS,
+    routeBatchMax: config.INGEST_ROUTE_BATCH_MAX,
   });
   const ingest: IngestDeps = { pool: deps.pool, cache, batcher, logger, publicUrl: config.INGEST_PUBLIC_URL.replace(/\/+$/, ''), trustedProxies: deps.trustedProxies };
   let draining = false;

@@ -15,7 +15,9 @@ export const ingestEnv = {
   DEDUP_WINDOW_SECONDS: { type: 'integer', default: 86400, minimum: 1, description: 'How long an Idempotency-Key or provider delivery id dedupes' },
   INGEST_BATCH_MAX: { type: 'integer', default: 500, minimum: 1, maximum: 5000, description: 'Events per group-commit transaction' },
   INGEST_FLUSHES_IN_FLIGHT: { type: 'integer', default: 2, minimum: 1, maximum: 64, description: 'Group-commit transactions at once' },
-  INGEST_ENQUEUE_TIMEOUT_MS: { type: 'integer', default: 2000, minimum: 1, description: 'Longest wait for the route enqueue before answering anyway' },
+  INGEST_ENQUEUE_TIMEOUT_MS: { type: 'integer', default: 2000, minimum: 1, description: 'Longest wait for a route enqueue before giving it up to the router recovery sweep' },
+  INGEST_ROUTE_LINGER_MS: { type: 'integer', default: 10, minimum: 0, maximum: 1000, description: 'Committed event ids wait this long for more before their route job is sent (bigger jobs: less fixed cost per event downstream); 0 sends each commit at once' },
+  INGEST_ROUTE_BATCH_MAX: { type: 'integer', default: 500, minimum: 1, maximum: 5000, description: 'Event ids per route job at most (a full job is sent without waiting)' },
   TRUSTED_PROXIES: { type: 'string', default: '', description: 'Comma-separated CIDRs whose X-Forwarded-For is believed' },
 } as const satisfies EnvSchema;
 

@@ -3,6 +3,7 @@ import { AppError } from '@hookline/errors';
 import type { Logger } from '@hookline/logger';
 import type { Metrics } from '@hookline/observability';
 import type { Producer } from '@hookline/queues';
+import { createRouteEnqueuer } from './route-enqueuer';
 import { writeBatch, type PendingEvent, type WriteOutcome } from './write-batch';
 
 export interface BatcherOptions {
@@ -15,6 +16,10 @@ export interface BatcherOptions {
   enqueueTimeoutMs: number;
   /** Payload bytes per flush, so a batch of large bodies stays a sane statement. */
   maxBatchBytes?: number;
+  /** Committed ids wait this long for more before their `route` job is sent (INGEST_ROUTE_LINGER_MS); 0: at once. */
+  routeLingerMs?: number;
+  /** Ids per `route` job at most (INGEST_ROUTE_BATCH_MAX). */
+  routeBatchMax?: number;
 }
 
 export interface BatcherDeps {
@@ -30,7 +35,7 @@ export interface BatcherDeps {
 export interface EventBatcher {
   /** Resolves once the event is committed (or found to be a duplicate); rejects with a 503 AppError when it was not stored. */
   submit(event: PendingEvent): Promise<Exclude<WriteOutcome, { kind: 'retry' }>>;
-  /** Resolves when every submitted event has been answered. */
+  /** Resolves when every submitted event has been answered and its `route` job sent. */
   drain(): Promise<void>;
 }
 
@@ -45,9 +50,10 @@ interface Waiting {
 /**
  * Group commit: a request that arrives while the flushes in flight are busy waits for
  * the next one, which writes everything waiting in one transaction. No timer delays a
- * lone request (a flush starts on the next turn of the event loop). After COMMIT the
- * batch's new event ids go to the `route` queue as one job; if that fails the events
- * are still durable and the router's recovery sweep enqueues them.
+ * lone request (a flush starts on the next turn of the event loop). The answer goes out
+ * after COMMIT; the new event ids then go to the `route` queue, gathered over
+ * `routeLingerMs` across commits into one job. If the enqueue fails (or the process dies
+ * first) the events are still durable and the router's recovery sweep enqueues them.
  */
 export function createEventBatcher(deps: BatcherDeps, opts: BatcherOptions): EventBatcher {
   const maxBytes = opts.maxBatchBytes ?? 8 * 1024 * 1024;
@@ -115,13 +121,15 @@ export function createEventBatcher(deps: BatcherDeps, opts: BatcherOptions): Eve
     schedule();
     const fresh = outcomes.flatMap((o) => (o.kind === 'accepted' ? [o.eventId] : []));
     // One job, one traceparent: the first new event's (every event keeps its own trace id as its correlation id).
-    if (fresh.length > 0) await enqueue(fresh, batch[outcomes.findIndex((o) => o.kind === 'accepted')]?.event.traceparent);
+    route.add(fresh, batch[outcomes.findIndex((o) => o.kind === 'accepted')]?.event.traceparent);
     settle(batch, (w, i) => {
       const o = outcomes[i]!;
       if (o.kind === 'retry') w.reject(unavailable());
       else w.resolve(o);
     });
   }
+
+  const route = createRouteEnqueuer(enqueue, { lingerMs: opts.routeLingerMs ?? 0, maxIds: opts.routeBatchMax ?? 500 });
 
   return {
     submit(event) {
@@ -131,8 +139,9 @@ export function createEventBatcher(deps: BatcherDeps, opts: BatcherOptions): Eve
         schedule();
       });
     },
-    drain() {
-      return open === 0 ? Promise.resolve() : new Promise<void>((r) => idle.push(r));
+    async drain() {
+      if (open > 0) await new Promise<void>((r) => idle.push(r));
+      await route.drain();
     },
   };
 }

@@ -91,6 +91,8 @@ export async function startIngestHarness(opts: HarnessOptions): Promise<IngestHa
       return { status: res.status, headers: res.headers, json: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
     },
     async routedEventIds() {
+      // Route jobs leave after the answers (gathered over INGEST_ROUTE_LINGER_MS): wait for them.
+      await app.batcher.drain();
       const list = await jobs.queue('route').getJobs(['waiting', 'delayed', 'active', 'prioritized']);
       return list.flatMap((j) => (j.data as { eventIds: string[] }).eventIds);
     },
