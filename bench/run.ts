@@ -32,7 +32,7 @@ async function measure(sut: RunningSut, into: SystemResults, o: BenchOptions, rx
     if (o.phases.includes('e2e')) for (const f of o.fanouts) into.e2e[`f${f}`] = await e2ePhase(ctx, f, o.e2eConnections, o.durationMs, o.maxLag);
     if (o.phases.includes('latency'))
       for (const rate of o.rates)
-        for (const f of o.fanouts) (into.latency[String(rate)] ??= {})[`f${f}`] = await latencyPhase(ctx, rate, f, o.latencyMs);
+        for (const f of o.fanouts) (into.latency[String(rate)] ??= {})[`f${f}`] = await latencyPhase(ctx, rate, f, o.latencyMs, o.latencyWarmupMs);
   } finally {
     monitor.stop();
     const all = procs.summary(from, Date.now());

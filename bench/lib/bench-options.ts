@@ -12,6 +12,8 @@ export interface BenchOptions {
   durationMs: number;
   saturationMs: number;
   latencyMs: number;
+  /** Unmeasured load at the same rate before each latency phase (JIT, pools, caches warm). */
+  latencyWarmupMs: number;
   rates: number[];
   fanouts: number[];
   connections: number;
@@ -34,6 +36,7 @@ const HELP = `pnpm bench [--quick] [--duration S] [--phases ingest,e2e,latency] 
   --duration S            end-to-end phase length (default 60; --quick: 4)
   --saturation-duration S ingest saturation phase length (default 15; --quick: 3)
   --latency-duration S    each constant-rate phase (default 15; --quick: 3)
+  --latency-warmup S      unmeasured load at the same rate before each (default 5; --quick: 1; 0: none)
   --rates 1000,5000       offered events/s for the latency phases
   --fanouts 1,5           destinations per event
   --connections N         ingest saturation connections (default 100)
@@ -69,6 +72,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
       duration: { type: 'string' },
       'saturation-duration': { type: 'string' },
       'latency-duration': { type: 'string' },
+      'latency-warmup': { type: 'string' },
       phases: { type: 'string' },
       systems: { type: 'string' },
       rates: { type: 'string', default: '1000,5000' },
@@ -105,6 +109,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
     durationMs: seconds(values.duration, 60, 4),
     saturationMs: seconds(values['saturation-duration'], 15, 3),
     latencyMs: seconds(values['latency-duration'], 15, 3),
+    latencyWarmupMs: seconds(values['latency-warmup'], 5, 1),
     rates: list(values.rates),
     fanouts: list(values.fanouts),
     connections: Number(values.connections),

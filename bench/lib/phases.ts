@@ -99,7 +99,15 @@ export async function e2ePhase(ctx: PhaseCtx, fanout: number, connections: numbe
 }
 
 /** Ingest->delivered latency at a constant offered rate, measured at the receiver. */
-export async function latencyPhase(ctx: PhaseCtx, rate: number, fanout: number, durationMs: number): Promise<PhaseResult> {
+export async function latencyPhase(ctx: PhaseCtx, rate: number, fanout: number, durationMs: number, warmupMs = 0): Promise<PhaseResult> {
+  if (warmupMs > 0) {
+    // Same rate, not measured: a freshly started service spends its first seconds compiling
+    // hot code and opening connections, which is a start-up cost, not a steady-state latency.
+    ctx.monitor.setPhase(`${ctx.sut.name} warm-up at ${rate}/s, fan-out ${fanout}`, warmupMs);
+    const base = await ctx.monitor.delivered();
+    const warm = await constantRate({ url: ctx.sut.hookUrl(fanout), body: ctx.body }, rate, warmupMs);
+    await drain(ctx, base, warm.ok2xx * fanout);
+  }
   ctx.monitor.setPhase(`${ctx.sut.name} latency at ${rate}/s, fan-out ${fanout}`, durationMs);
   await ctx.receiver.call('reset');
   const base = await ctx.monitor.delivered();
