@@ -7,4 +7,4 @@ export { recordOutcomes, recordOwnedOutcomes, type Outcome, type OwnedOutcomes, 
 export { createCoalescer } from './coalescer';
 export { deliveryPolicyEnv, edgeStatusEnv, deliveryPolicy, parseSchedule, type DeliveryPolicy, type DeliveryPolicyConfig } from './policy-env';
 export { createSecretCache } from './secret-cache';
-export { sendContextSelect } from './send-context-sql';
+export { sendContextSelect, type SendContextColumns } from './send-context-sql';

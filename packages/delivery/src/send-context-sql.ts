@@ -11,3 +11,17 @@ JOIN destinations t ON t.id = c.destination_id
 JOIN events e ON e.id = c.event_id
 LEFT JOIN event_payloads p ON p.event_id = c.event_id`;
 }
+
+/** The columns `sendContextSelect` adds to the CTE's own. */
+export interface SendContextColumns {
+  url: string;
+  method: string;
+  config: unknown;
+  secrets: string[] | null;
+  correlation_id: string;
+  received_at: Date;
+  type: string | null;
+  /** null when the retained payload was purged. */
+  body: Buffer | null;
+  content_type: string | null;
+}

@@ -24,13 +24,13 @@ export interface EvidenceSealer {
 }
 
 // An attempt's id is minted (on the writer's clock) just before the statement that inserts
-// it, so it commits moments later. Each pass looks back a little past the previous pass,
-// which covers slow commits and clock skew between replicas; every `SWEEP_EVERY_MS` a pass
-// looks back `SWEEP_EVERY_MS` past the previous sweep, for the rare attempt that committed
-// later than that (up to 10 minutes after its id was minted). A pass scans the attempts in its range, so the range is kept short: a
-// 10-minute lookback on every pass cost 17 % of PostgreSQL's time in the benchmark. Passes
-// are frequent (EVIDENCE_SEAL_INTERVAL_MS, 2 s) so that each is small: one pass every 15 s
-// issued tens of thousands of receipts at once, a CPU burst that stalled deliveries.
+// it, so it commits moments later. Each pass looks back LOOKBACK_MS past the previous pass,
+// which covers slow commits and clock skew between replicas; every SWEEP_EVERY_MS a pass
+// looks back SWEEP_EVERY_MS past the previous sweep, for the rare attempt that committed
+// later (up to 10 minutes after its id was minted). A pass scans every attempt in its
+// range, so ranges stay short: a 10-minute lookback on every pass cost 17 % of
+// PostgreSQL's time in the benchmark. Passes are frequent (EVIDENCE_SEAL_INTERVAL_MS, 2 s)
+// so that each is small: a pass every 15 s was a CPU burst that stalled deliveries.
 export const LOOKBACK_MS = 5_000;
 export const SWEEP_EVERY_MS = 10 * 60_000;
 

@@ -1,5 +1,5 @@
 import type { Pool } from '@hookline/db';
-import { sendContextSelect } from '@hookline/delivery';
+import { sendContextSelect, type SendContextColumns } from '@hookline/delivery';
 
 export type ClaimableStatus = 'pending' | 'failed' | 'replaying';
 
@@ -24,7 +24,7 @@ export interface ClaimedDelivery {
   contentType: string | null;
 }
 
-interface Row {
+interface Row extends SendContextColumns {
   id: string;
   tenant_id: string;
   event_id: string;
@@ -32,15 +32,6 @@ interface Row {
   attempt_count: number;
   replay_count: number;
   prev_status: ClaimableStatus;
-  url: string;
-  method: string;
-  config: unknown;
-  secrets: string[] | null;
-  correlation_id: string;
-  received_at: Date;
-  type: string | null;
-  body: Buffer | null;
-  content_type: string | null;
 }
 
 // One statement: lock the due rows (skipping rows another claim holds), lease them, and

@@ -1,24 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { basicAuth, buildHeaders, sendContextSelect, decide, destinationSettings, recordOutcomes, type DestinationSettings, type Outcome, type WorkItem } from '@hookline/delivery';
+import { basicAuth, buildHeaders, sendContextSelect, type SendContextColumns, decide, destinationSettings, recordOutcomes, type DestinationSettings, type Outcome, type WorkItem } from '@hookline/delivery';
 import type { EdgeCluster } from './edge-auth';
 import type { EdgeDeps } from './edge-deps';
 
-interface Row {
+interface Row extends SendContextColumns {
   id: string;
   tenant_id: string;
   event_id: string;
   attempt_count: number;
   replay_count: number;
   lease_until: Date;
-  url: string;
-  method: string;
-  config: unknown;
-  secrets: string[] | null;
-  correlation_id: string;
-  received_at: Date;
-  type: string | null;
-  body: Buffer | null;
-  content_type: string | null;
 }
 
 // Competing consumers: lock the cluster's due deliveries (skipping rows another agent's
