@@ -1,6 +1,8 @@
 # One image for every Hookline service; the command picks the service:
 #   docker run hookline services/api/src/main.ts
-# Services run TypeScript through tsx (esbuild transforms each file once at load).
+# `pnpm build` bundles each entry point into dist/ (esbuild); scripts/launch.cjs runs the
+# named entry's bundle on plain node, in its own process (no tsx at run time: ~40 MB less
+# RSS per service, and no loader process in front of it).
 FROM node:20.19-bookworm-slim AS deps
 WORKDIR /app
 RUN npm install -g pnpm@10.34.8
@@ -13,6 +15,7 @@ COPY scripts ./scripts
 # The wait-for-migrations init container of the Kubernetes manifests (deploy/kustomize).
 COPY deploy/scripts ./deploy/scripts
 RUN pnpm install --frozen-lockfile
+RUN pnpm build
 
 FROM node:20.19-bookworm-slim
 ENV NODE_ENV=production
@@ -21,5 +24,5 @@ COPY --from=deps /app /app
 # The `node` user of the base image, by number so Kubernetes' runAsNonRoot can verify it.
 USER 1000:1000
 EXPOSE 8080 8081 8082 8083
-ENTRYPOINT ["/app/node_modules/.bin/tsx"]
+ENTRYPOINT ["node", "/app/scripts/launch.cjs"]
 CMD ["services/api/src/main.ts"]

@@ -6,7 +6,8 @@ import { stopAll } from './lib/children';
 import { startHelper } from './lib/helper';
 import { machineInfo, redact } from './lib/machine';
 import { writeReport } from './lib/report';
-import { startStack } from './lib/stack';
+import { bundleServices } from './lib/bundle';
+import { SERVICES, startStack } from './lib/stack';
 import { runChaosLoad, type Outage } from './chaos/chaos-load';
 import { parseChaosOptions } from './chaos/chaos-options';
 import { planFaults, runFaults } from './chaos/faults';
@@ -41,8 +42,9 @@ async function main(): Promise<number> {
     DELIVERY_LEASE_MS: '30000',
     ...o.serviceEnv,
   };
-  log('starting Hookline…');
-  const stack = await startStack({ label: 'chaos', databaseUrl: pg?.url ?? o.sharedDatabaseUrl, redisUrl: redis.url, env });
+  log('starting Hookline (as shipped: the bundles of `pnpm build`)…');
+  const distDir = await bundleServices(SERVICES);
+  const stack = await startStack({ label: 'chaos', databaseUrl: pg?.url ?? o.sharedDatabaseUrl, redisUrl: redis.url, env, distDir });
   const rx = await startHelper<{ port: number }>('chaos-receiver', 'bench/procs/chaos-receiver.main.ts', { CHAOS_FAIL_RATE: String(o.failRate), CHAOS_SLOW_MS: String(o.timeoutMs * 2) });
   const api = await ApiClient.forNewTenant(stack.apiUrl, stack.pool);
   const hooks: HookSetup[] = [];

@@ -72,8 +72,8 @@ async function main(): Promise<void> {
 
   if (o.systems.includes('hookline')) {
     process.stderr.write('starting Hookline (migrations, api, ingest, router, deliverer)…\n');
-    const bundles = o.runtime === 'bundle' ? await bundleServices(SERVICES) : undefined;
-    const h = await startHookline({ databaseUrl: o.databaseUrl, redisUrl: o.redisUrl, env: o.serviceEnv, cpuProfDir: o.cpuProfDir, bundles, receiverUrl: rxUrl, fanouts: o.fanouts, destinationConfig });
+    const distDir = o.runtime === 'bundle' ? await bundleServices(SERVICES) : undefined;
+    const h = await startHookline({ databaseUrl: o.databaseUrl, redisUrl: o.redisUrl, env: o.serviceEnv, cpuProfDir: o.cpuProfDir, distDir, receiverUrl: rxUrl, fanouts: o.fanouts, destinationConfig });
     current = h;
     report.config['stackEnv'] = redact(h.stack.env);
     report.config['services'] = effectiveServiceConfig(SERVICES, h.stack.env);

@@ -1,10 +1,12 @@
-// `pnpm start`: applies migrations and runs the four services as separate processes
-// against DATABASE_URL and REDIS_URL, with their output prefixed by service name.
-// In production each service runs on its own (`pnpm start:<service>`, or the image).
+// `pnpm start`: applies migrations, bundles the services (`pnpm build`: what the image
+// runs) and runs the four as separate processes against DATABASE_URL and REDIS_URL, with
+// their output prefixed by service name. In production each service runs on its own
+// (`pnpm start:<service>`, or the image).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { loadConfig, baseEnv } from '@hookline/config';
 import { migrate } from '@hookline/db';
+import { bundleEntry, bundlePath } from './lib/bundle';
 import { ensureLocalDeps } from './lib/local-deps';
 
 const ROOT = resolve(__dirname, '..');
@@ -14,6 +16,8 @@ const SERVICES = [
   { name: 'router', port: 8082 },
   { name: 'deliverer', port: 8083 },
 ] as const;
+
+const entryOf = (name: string): string => `services/${name}/src/main.ts`;
 
 function prefixLines(name: string, stream: NodeJS.ReadableStream, out: NodeJS.WritableStream): void {
   let buf = '';
@@ -31,6 +35,8 @@ async function main(): Promise<void> {
   await ensureLocalDeps(config.DATABASE_URL, config.REDIS_URL, log);
   const applied = await migrate(config.DATABASE_URL, undefined, log);
   log(applied.length ? `${applied.length} migration(s) applied` : 'database schema is up to date');
+  for (const s of SERVICES) await bundleEntry(entryOf(s.name), bundlePath(entryOf(s.name)));
+  log(`bundled ${SERVICES.map((s) => s.name).join(', ')} into dist/`);
   const env: NodeJS.ProcessEnv = { ...process.env };
   if (env.SSRF_ALLOWLIST === undefined) {
     // Local runs deliver to local receivers; deployments leave this empty (protection on).
@@ -48,7 +54,7 @@ async function main(): Promise<void> {
   };
   for (const s of SERVICES) {
     const port = process.env[`${s.name.toUpperCase()}_PORT`] ?? String(s.port);
-    const child = spawn(resolve(ROOT, 'node_modules/.bin/tsx'), [resolve(ROOT, `services/${s.name}/src/main.ts`)], {
+    const child = spawn(process.execPath, [resolve(ROOT, 'scripts/launch.cjs'), entryOf(s.name)], {
       cwd: ROOT,
       env: { ...env, PORT: port },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from 'pg';
 import { migrate } from '@hookline/db';
-import { createTestDatabase, waitFor, type TestDatabase } from '@hookline/testing';
+import { createTestDatabase, shippedCommand, waitFor, type TestDatabase } from '@hookline/testing';
 import { MIGRATIONS_DIR, pendingMigrations } from '../deploy/scripts/wait-for-migrations';
 
 const ROOT = resolve(__dirname, '..');
@@ -60,9 +60,11 @@ test('a database never migrated has every migration pending', async () => {
 
 test('the script waits while migrations are pending and exits 0 once they are applied', async () => {
   const url = schemaUrl(emptySchema);
-  const child = spawn(resolve(ROOT, 'node_modules/.bin/tsx'), [resolve(ROOT, 'deploy/scripts/wait-for-migrations.ts')], {
+  // As the image's init container runs it: the bundle, through the launcher.
+  const launch = await shippedCommand('deploy/scripts/wait-for-migrations.ts');
+  const child = spawn(launch.command, launch.args, {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: url },
+    env: { ...process.env, ...launch.env, DATABASE_URL: url },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

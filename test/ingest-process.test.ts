@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { resolve } from 'node:path';
-import { createTestDatabase, flushPrefix, seedTenant, startService, uniquePrefix, waitFor, type ServiceProcess, type TestDatabase } from '@hookline/testing';
+import { createTestDatabase, flushPrefix, seedTenant, shippedCommand, startService, uniquePrefix, waitFor, type ServiceProcess, type TestDatabase } from '@hookline/testing';
 import { newId } from '@hookline/db';
 
 const ROOT = resolve(__dirname, '..');
@@ -61,9 +61,10 @@ test.each([
   ['TRUSTED_PROXIES', 'not-a-cidr'],
   ['PORT', 'eighty'],
 ])('a bad %s stops the process with a message naming it', async (name, value) => {
-  const child = spawn(resolve(ROOT, 'node_modules/.bin/tsx'), [resolve(ROOT, 'services/ingest/src/main.ts')], {
+  const shipped = await shippedCommand('services/ingest/src/main.ts');
+  const child = spawn(shipped.command, shipped.args, {
     cwd: ROOT,
-    env: { ...process.env, ...env(), PORT: '0', [name]: value },
+    env: { ...process.env, ...shipped.env, ...env(), PORT: '0', [name]: value },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';

@@ -47,7 +47,7 @@ const HELP = `pnpm bench [--quick] [--duration S] [--phases ingest,e2e,latency] 
   --cpu-prof DIR          write V8 CPU profiles of the services into DIR (read them with bench/profile-summary.ts)
   --private-servers       a private PostgreSQL (with pg_stat_statements) and redis-server for the run,
                           so that their CPU is sampled and the costliest statements reported
-  --runtime tsx|bundle    services from TypeScript via tsx as shipped (default), or esbuild bundles on plain node
+  --runtime bundle|tsx    services as shipped: the bundles of pnpm build on plain node (default), or the TypeScript sources via tsx
   --out FILE              JSON path (default bench/results/<timestamp>.json)`;
 
 const list = (s: string): number[] => s.split(',').map((x) => Number(x.trim())).filter((n) => Number.isFinite(n) && n > 0);
@@ -83,7 +83,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
       payload: { type: 'string', default: '1024' },
       env: { type: 'string', multiple: true, default: [] },
       'cpu-prof': { type: 'string' },
-      runtime: { type: 'string', default: 'tsx' },
+      runtime: { type: 'string', default: 'bundle' },
       'private-servers': { type: 'boolean', default: false },
       out: { type: 'string' },
     },

@@ -1,46 +1,16 @@
-// `--runtime bundle`: each service bundled by esbuild into one CommonJS file and run by
-// plain node, to measure what the tsx loader costs (its module-hooks thread and on-the-fly
-// transforms). npm packages stay external, resolved to absolute paths at build time.
-import { builtinModules } from 'node:module';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+// The services as shipped (`--runtime bundle`, the default): `pnpm build`'s esbuild
+// bundles, run through scripts/launch.cjs as the image runs them. Built into a temporary
+// folder so that a run never trips over (or leaves behind) the checkout's dist/.
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { build } from 'esbuild';
-import { onExitSync, ROOT } from './children';
+import { join } from 'node:path';
+import { bundleEntry, bundlePath } from '../../scripts/lib/bundle';
+import { onExitSync } from './children';
 
-export async function bundleServices(names: readonly string[]): Promise<Record<string, string>> {
+/** Bundles `services/<name>/src/main.ts` for each name; returns the dist folder (HOOKLINE_DIST_DIR). */
+export async function bundleServices(names: readonly string[]): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'hookline-bench-build-'));
   onExitSync(() => rmSync(dir, { recursive: true, force: true }));
-  const out: Record<string, string> = {};
-  for (const name of names) {
-    const outfile = join(dir, `${name}.js`);
-    await build({
-      entryPoints: [resolve(ROOT, `services/${name}/src/main.ts`)],
-      bundle: true,
-      platform: 'node',
-      target: 'node20',
-      format: 'cjs',
-      outfile,
-      logLevel: 'warning',
-      plugins: [
-        {
-          name: 'npm-external',
-          setup(b) {
-            b.onResolve({ filter: /^[^./]/ }, (a) => {
-              if (a.path.startsWith('@hookline/')) return undefined;
-              if (a.path.startsWith('node:') || builtinModules.includes(a.path)) return { external: true };
-              return { path: require.resolve(a.path, { paths: [a.resolveDir] }), external: true };
-            });
-            // Paths computed from __dirname (migrations, package.json) keep pointing into the checkout.
-            b.onLoad({ filter: /\.ts$/ }, (a) => ({
-              contents: readFileSync(a.path, 'utf8').replace(/\b__dirname\b/g, JSON.stringify(dirname(a.path))).replace(/\b__filename\b/g, JSON.stringify(a.path)),
-              loader: 'ts',
-            }));
-          },
-        },
-      ],
-    });
-    out[name] = outfile;
-  }
-  return out;
+  for (const name of names) await bundleEntry(`services/${name}/src/main.ts`, bundlePath(`services/${name}/src/main.ts`, dir));
+  return dir;
 }

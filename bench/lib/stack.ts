@@ -6,7 +6,7 @@ import { resolve } from 'node:path';
 import { Client } from 'pg';
 import { createPool, migrate, parseDatabaseUrl, type Pool } from '@hookline/db';
 import { flushPrefix, freePort, waitFor } from '@hookline/testing';
-import { nodeTs, onInterrupt, startChild, type Child } from './children';
+import { nodeTs, onInterrupt, ROOT, startChild, type Child } from './children';
 
 export const SERVICES = ['api', 'ingest', 'router', 'deliverer'] as const;
 export type ServiceName = (typeof SERVICES)[number];
@@ -19,8 +19,8 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Write a V8 CPU profile of each service into this folder on exit. */
   cpuProfDir?: string;
-  /** Run these prebuilt bundles with plain node instead of the TypeScript sources via tsx. */
-  bundles?: Record<string, string>;
+  /** Run the services from the bundles in this folder (scripts/launch.cjs, as the image does) instead of the TypeScript sources via tsx. */
+  distDir?: string;
   readyTimeoutMs?: number;
 }
 
@@ -81,9 +81,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     async start(name) {
       // One folder per service: the tsx loader's hooks thread writes a profile of its own.
       const flags = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(opts.cpuProfDir, name)}`] : [];
-      const bundle = opts.bundles?.[name];
-      const [cmd, args] = bundle ? [process.execPath, [...flags, bundle]] : nodeTs(`services/${name}/src/main.ts`, flags);
-      const child = startChild(name, cmd, args, { env: { ...process.env, ...env, PORT: String(ports[name]) } });
+      const entry = `services/${name}/src/main.ts`;
+      const [cmd, args] = opts.distDir ? [process.execPath, [...flags, resolve(ROOT, 'scripts/launch.cjs'), entry]] : nodeTs(entry, flags);
+      const dist = opts.distDir ? { HOOKLINE_DIST_DIR: opts.distDir } : {};
+      const child = startChild(name, cmd, args, { env: { ...process.env, ...env, ...dist, PORT: String(ports[name]) } });
       children[name] = child;
       const base = `http://127.0.0.1:${ports[name]}`;
       await waitFor(

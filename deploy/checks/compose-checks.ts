@@ -4,6 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse } from 'yaml';
+import { ENTRIES } from '../../scripts/lib/entries';
 import { REPO_ROOT } from './kustomize-lite';
 import { contractFor, EDGE_CONTRACT, effectiveConfig, envProblems, type ProcessContract } from './process-env';
 
@@ -121,10 +122,17 @@ export function composeEdgeProblems(c: ComposeFile): string[] {
   return problems;
 }
 
-/** The image runs entries through tsx and contains every entry file it is asked to run. */
+/**
+ * The image builds the bundles (`pnpm build`), runs entries through scripts/launch.cjs, and
+ * contains and bundles every entry file it is asked to run.
+ */
 export function dockerfileProblems(dockerfile: string, entries: string[]): string[] {
   const problems: string[] = [];
-  if (!/^ENTRYPOINT \["\/app\/node_modules\/\.bin\/tsx"\]$/m.test(dockerfile)) problems.push('Dockerfile: ENTRYPOINT must be tsx, the manifests pass the entry file as args');
+  if (!/^ENTRYPOINT \["node", "\/app\/scripts\/launch\.cjs"\]$/m.test(dockerfile)) problems.push('Dockerfile: ENTRYPOINT must be ["node", "/app/scripts/launch.cjs"], the manifests pass the entry file as args');
+  if (!/^RUN pnpm build$/m.test(dockerfile)) problems.push('Dockerfile: must RUN pnpm build (the launcher runs the bundles in dist/)');
+  for (const entry of entries) {
+    if (!(ENTRIES as readonly string[]).includes(entry)) problems.push(`Dockerfile: ${entry} is not bundled by pnpm build (ENTRIES in scripts/lib/entries.ts)`);
+  }
   const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+)$/gm)].flatMap((m) => m[1]!.trim().split(/\s+/).slice(0, -1));
   for (const entry of entries) {
     if (!copied.some((src) => entry === src || entry.startsWith(`${src.replace(/\/$/, '')}/`))) problems.push(`Dockerfile: ${entry} is not copied into the image`);

@@ -99,7 +99,7 @@ export function hardeningProblems(wls: Workload[]): string[] {
       if (nonRoot !== true || !uid) problems.push(`${at}: must set runAsNonRoot: true and a numeric non-zero runAsUser`);
       if (c.securityContext?.allowPrivilegeEscalation !== false) problems.push(`${at}: allowPrivilegeEscalation must be false`);
       if (c.securityContext?.readOnlyRootFilesystem !== true) problems.push(`${at}: readOnlyRootFilesystem must be true`);
-      else if (!c.volumeMounts?.some((m) => m.mountPath === '/tmp')) problems.push(`${at}: a read-only root needs a /tmp volume (tsx's cache)`);
+      else if (!c.volumeMounts?.some((m) => m.mountPath === '/tmp')) problems.push(`${at}: a read-only root needs a /tmp volume (scratch space for node and its libraries)`);
       return problems;
     }),
   );

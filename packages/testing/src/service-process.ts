@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { freePort } from './free-port';
+import { shippedCommand } from './shipped';
 import { waitFor } from './wait-for';
 
 export type ServiceName = 'ingest' | 'router' | 'deliverer' | 'api';
@@ -16,15 +17,15 @@ export interface ServiceProcess {
 }
 
 const ROOT = resolve(__dirname, '../../..');
-const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
 
-/** Starts one service as its own process on loopback and waits for /readyz. */
+/** Starts one service as its own process on loopback, as the image runs it (bundle + launcher), and waits for /readyz. */
 export async function startService(name: ServiceName, env: Record<string, string>, fixedPort?: number): Promise<ServiceProcess> {
   const port = fixedPort ?? (await freePort());
   let out = '';
-  const child = spawn(TSX, [resolve(ROOT, `services/${name}/src/main.ts`)], {
+  const shipped = await shippedCommand(`services/${name}/src/main.ts`);
+  const child = spawn(shipped.command, shipped.args, {
     cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), ...env },
+    env: { ...process.env, ...shipped.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));

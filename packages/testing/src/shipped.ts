@@ -1,0 +1,39 @@
+// Runs an entry point as the image does: its `pnpm build` bundle through scripts/launch.cjs
+// on plain node. Bundles are built once per test process into a private temporary folder
+// (never the checkout's dist/, which may be stale or in use).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { bundleEntry, bundlePath } from '../../../scripts/lib/bundle';
+
+const ROOT = resolve(__dirname, '../../..');
+let distDir: string | undefined;
+const builds = new Map<string, Promise<void>>();
+
+function dist(): string {
+  if (!distDir) {
+    const dir = mkdtempSync(join(tmpdir(), 'hookline-test-dist-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    distDir = dir;
+  }
+  return distDir;
+}
+
+export interface ShippedCommand {
+  command: string;
+  args: string[];
+  /** HOOKLINE_DIST_DIR: where the launcher finds the bundle. */
+  env: Record<string, string>;
+}
+
+/** `node scripts/launch.cjs <entry>`, with the entry bundled first. */
+export async function shippedCommand(entry: string): Promise<ShippedCommand> {
+  const dir = dist();
+  let build = builds.get(entry);
+  if (!build) {
+    build = bundleEntry(entry, bundlePath(entry, dir));
+    builds.set(entry, build);
+  }
+  await build;
+  return { command: process.execPath, args: [resolve(ROOT, 'scripts/launch.cjs'), entry], env: { HOOKLINE_DIST_DIR: dir } };
+}
