@@ -12,7 +12,7 @@ import { startPrivateRedis, type PrivateRedis } from './lib/private-redis';
 import { eventBody } from './lib/load';
 import { effectiveServiceConfig, machineInfo, redact } from './lib/machine';
 import { Monitor } from './lib/monitor';
-import { e2ePhase, ingestPhase, latencyPhase, type PhaseCtx } from './lib/phases';
+import { e2ePhase, ingestAlonePhase, ingestPhase, latencyPhase, type PhaseCtx } from './lib/phases';
 import { ProcSampler } from './lib/proc-sampler';
 import { QueueSampler } from './lib/queue-sampler';
 import { computeRatios, computeTargets, emptySystem, printSummary, writeReport, type BenchReport, type SystemResults } from './lib/report';
@@ -29,6 +29,7 @@ async function measure(sut: RunningSut, into: SystemResults, o: BenchOptions, rx
   try {
     if (o.phases.includes('ingest') || !sut.delivers) into.ingest = await ingestPhase(ctx, o.fanouts[0] ?? 1, o.connections, o.saturationMs);
     if (!sut.delivers) return;
+    if (o.phases.includes('ingest-alone') && sut.pauseDownstream) into.ingestAlone = await ingestAlonePhase(ctx, o.fanouts[0] ?? 1, o.connections, o.saturationMs);
     if (o.phases.includes('e2e')) for (const f of o.fanouts) into.e2e[`f${f}`] = await e2ePhase(ctx, f, o.e2eConnections, o.durationMs, o.maxLag);
     if (o.phases.includes('latency'))
       for (const rate of o.rates)

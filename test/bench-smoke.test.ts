@@ -13,7 +13,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 test('a tiny bench run exits 0 and writes a report with figures, processes, ratios and targets', async () => {
   const out = join(dir, 'bench.json');
-  const args = ['--quick', '--systems', 'hookline,bare', '--phases', 'ingest,latency', '--rates', '200', '--fanouts', '2'];
+  const args = ['--quick', '--systems', 'hookline,bare', '--phases', 'ingest,ingest-alone,latency', '--rates', '200', '--fanouts', '2'];
   args.push('--saturation-duration', '2', '--latency-duration', '2', '--connections', '16', '--out', out);
   const { code, output } = await runHarness('bench/run.ts', args, 110_000);
   expect({ code, tail: code === 0 ? '' : output.slice(-3000) }).toEqual({ code: 0, tail: '' });
@@ -24,6 +24,10 @@ test('a tiny bench run exits 0 and writes a report with figures, processes, rati
   expect(Object.keys(r)).toEqual(expect.arrayContaining(['startedAt', 'finishedAt', 'machine', 'config', 'hookline', 'baselines', 'ratios', 'targets']));
   expect(r.hookline.ingest.load.ok2xx).toBeGreaterThan(0);
   expect(r.hookline.ingest.drain.received).toBeGreaterThan(0);
+  // With the router and deliverer stopped, then started again: the backlog drains fully.
+  expect(r.hookline.ingestAlone.load.ok2xx).toBeGreaterThan(0);
+  expect(r.hookline.ingestAlone.drain).toEqual(expect.objectContaining({ drained: true, expected: r.hookline.ingestAlone.load.ok2xx * 2 }));
+  expect(r.hookline.ingestAlone.drain.received).toBeGreaterThanOrEqual(r.hookline.ingestAlone.load.ok2xx * 2);
   const lat = r.hookline.latency['200'].f2;
   expect(lat.load.offeredPerS).toBe(200);
   expect(lat.drain.drained).toBe(true);

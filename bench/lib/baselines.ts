@@ -33,13 +33,20 @@ export async function startAfternoon(redisUrl: string, receiverUrl: string, fano
   const helpers: Helper<unknown>[] = [];
   const server = await startHelper<{ port: number }>('afternoon-server', 'bench/procs/afternoon-server.main.ts', env);
   helpers.push(server);
-  helpers.push(await startHelper('afternoon-worker', 'bench/procs/afternoon-worker.main.ts', env));
+  const startWorker = async (): Promise<void> => void helpers.push(await startHelper('afternoon-worker', 'bench/procs/afternoon-worker.main.ts', env));
+  await startWorker();
   return {
     name: 'afternoon',
     hookUrl: (f) => `http://127.0.0.1:${server.hello.port}/in/f${f}`,
     delivers: true,
     processes: ['afternoon-server', 'afternoon-worker'],
     pids: () => Object.fromEntries(helpers.map((h) => [h.child.name, h.child.pid])),
+    async pauseDownstream() {
+      const workers = helpers.filter((h) => h !== server);
+      await Promise.all(workers.map((h) => h.child.kill()));
+      helpers.splice(0, helpers.length, server);
+      return startWorker;
+    },
     close: async () => {
       await Promise.all(helpers.map((h) => h.child.kill()));
       await flushPrefix(prefix, redisUrl).catch(() => undefined);

@@ -1,7 +1,7 @@
 // `pnpm bench` flags. Every phase is bounded in time; --quick makes each a few seconds.
 import { parseArgs } from 'node:util';
 
-export const ALL_PHASES = ['ingest', 'e2e', 'latency'] as const;
+export const ALL_PHASES = ['ingest', 'ingest-alone', 'e2e', 'latency'] as const;
 export type Phase = (typeof ALL_PHASES)[number];
 export const ALL_SYSTEMS = ['hookline', 'afternoon', 'bare'] as const;
 export type System = (typeof ALL_SYSTEMS)[number];
@@ -30,8 +30,9 @@ export interface BenchOptions {
   serviceEnv: Record<string, string>;
 }
 
-const HELP = `pnpm bench [--quick] [--duration S] [--phases ingest,e2e,latency] [--systems hookline,afternoon,bare]
-  --phases LIST           measurements to run (default all); the bare baseline only has ingest
+const HELP = `pnpm bench [--quick] [--duration S] [--phases ingest,ingest-alone,e2e,latency] [--systems hookline,afternoon,bare]
+  --phases LIST           measurements to run (default all); the bare baseline only has ingest;
+                          ingest-alone: ingest at saturation with the workers stopped, then drained
   --systems LIST          Hookline and the baselines (default all)
   --duration S            end-to-end phase length (default 60; --quick: 4)
   --saturation-duration S ingest saturation phase length (default 15; --quick: 3)

@@ -31,6 +31,12 @@ export async function startHookline(o: { databaseUrl: string; redisUrl: string; 
       processes: [...SERVICES],
       pids: () => stack.pids() as Record<string, number>,
       stages: (from, to) => stageBreakdown(stack.pool, from, to),
+      async pauseDownstream() {
+        await Promise.all([stack.kill('router'), stack.kill('deliverer')]);
+        return async () => {
+          await Promise.all([stack.start('router'), stack.start('deliverer')]);
+        };
+      },
       close: () => stack.close(),
     };
   } catch (err) {

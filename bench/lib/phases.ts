@@ -17,6 +17,8 @@ export interface Sut {
   processes: string[];
   /** Where the time went for events received in [from, to) (Hookline only). */
   stages?(from: number, to: number): Promise<StageBreakdown>;
+  /** Stops every process after the ingest tier (the workers); resolves to a function that starts them again. */
+  pauseDownstream?(): Promise<() => Promise<void>>;
 }
 
 export interface PhaseCtx {
@@ -86,6 +88,26 @@ export async function ingestPhase(ctx: PhaseCtx, fanout: number, connections: nu
   const result: PhaseResult = { load, processes };
   if (ctx.sut.delivers) result.drain = await drain(ctx, base, load.ok2xx * fanout);
   return result;
+}
+
+/**
+ * Ingest at saturation with the workers stopped: what the ingest tier alone acknowledges
+ * when routing and delivery run elsewhere (each tier scales on its own). The workers then
+ * start again and the backlog drains, so nothing acknowledged is left behind.
+ */
+export async function ingestAlonePhase(ctx: PhaseCtx, fanout: number, connections: number, durationMs: number): Promise<PhaseResult> {
+  if (!ctx.sut.pauseDownstream) throw new Error(`${ctx.sut.name} cannot stop its workers`);
+  const base = await ctx.monitor.delivered();
+  const resume = await ctx.sut.pauseDownstream();
+  ctx.monitor.setPhase(`${ctx.sut.name} ingest alone (workers stopped), fan-out ${fanout}, ${connections} connections`, durationMs);
+  const from = Date.now();
+  let load: LoadResult;
+  try {
+    load = await saturate({ url: ctx.sut.hookUrl(fanout), body: ctx.body }, connections, durationMs);
+  } finally {
+    await resume();
+  }
+  return { load, processes: procsOf(ctx, from), drain: await drain(ctx, base, load.ok2xx * fanout) };
 }
 
 /** End-to-end deliveries per second sustained for the duration, backlog bounded by maxLag. */

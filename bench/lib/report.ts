@@ -11,6 +11,8 @@ import { QueueSampler, type QueueSample } from './queue-sampler';
 
 export interface SystemResults {
   ingest?: PhaseResult;
+  /** Ingest at saturation with the workers stopped (`ingest-alone`). */
+  ingestAlone?: PhaseResult;
   e2e: Record<string, PhaseResult<GatedResult>>;
   /** latency[rate][`f${fanout}`] */
   latency: Record<string, Record<string, PhaseResult>>;
@@ -45,6 +47,8 @@ export function computeRatios(r: BenchReport): Record<string, number | null> {
   const out: Record<string, number | null> = {
     'ingest_vs_bare_http': ratio(h.ingest?.load.ok2xxPerS, bare.ingest?.load.ok2xxPerS),
     'ingest_vs_afternoon': ratio(h.ingest?.load.ok2xxPerS, aft.ingest?.load.ok2xxPerS),
+    'ingest_alone_vs_bare_http': ratio(h.ingestAlone?.load.ok2xxPerS, bare.ingest?.load.ok2xxPerS),
+    'ingest_alone_vs_afternoon_alone': ratio(h.ingestAlone?.load.ok2xxPerS, aft.ingestAlone?.load.ok2xxPerS),
   };
   for (const [f, e] of Object.entries(h.e2e)) {
     out[`e2e_${f}_vs_afternoon`] = ratio(e.load.deliveredPerS, aft.e2e[f]?.load.deliveredPerS);
@@ -81,6 +85,10 @@ export function printSummary(r: BenchReport): void {
   const rows: string[][] = [['figure', ...sys.map(([s]) => s)]];
   rows.push(['ingest 2xx/s (saturation)', ...sys.map(([, s]) => n(s.ingest?.load.ok2xxPerS))]);
   rows.push(['ingest ack p99 ms (saturation)', ...sys.map(([, s]) => n(s.ingest?.load.ackLatencyMs.p99))]);
+  if (sys.some(([, s]) => s.ingestAlone)) {
+    rows.push(['ingest 2xx/s, workers stopped', ...sys.map(([, s]) => n(s.ingestAlone?.load.ok2xxPerS))]);
+    rows.push(['  ack p99 ms, workers stopped', ...sys.map(([, s]) => n(s.ingestAlone?.load.ackLatencyMs.p99))]);
+  }
   const e2eKeys = [...new Set(sys.flatMap(([, s]) => Object.keys(s.e2e)))];
   const latKeys = [...new Set(sys.flatMap(([, s]) => Object.entries(s.latency).flatMap(([rate, byF]) => Object.keys(byF).map((f) => `${rate} ${f}`))))];
   for (const f of e2eKeys) rows.push([`end-to-end deliveries/s (${f})`, ...sys.map(([, s]) => n(s.e2e[f]?.load.deliveredPerS))]);
