@@ -29,11 +29,12 @@ async function measure(sut: RunningSut, into: SystemResults, o: BenchOptions, rx
   try {
     if (o.phases.includes('ingest') || !sut.delivers) into.ingest = await ingestPhase(ctx, o.fanouts[0] ?? 1, o.connections, o.saturationMs);
     if (!sut.delivers) return;
-    if (o.phases.includes('ingest-alone') && sut.pauseDownstream) into.ingestAlone = await ingestAlonePhase(ctx, o.fanouts[0] ?? 1, o.connections, o.saturationMs);
     if (o.phases.includes('e2e')) for (const f of o.fanouts) into.e2e[`f${f}`] = await e2ePhase(ctx, f, o.e2eConnections, o.durationMs, o.maxLag);
     if (o.phases.includes('latency'))
       for (const rate of o.rates)
         for (const f of o.fanouts) (into.latency[String(rate)] ??= {})[`f${f}`] = await latencyPhase(ctx, rate, f, o.latencyMs, o.latencyWarmupMs);
+    // Last: its backlog (several times the saturated phase's) would weigh on the phases after it.
+    if (o.phases.includes('ingest-alone') && sut.pauseDownstream) into.ingestAlone = await ingestAlonePhase(ctx, o.fanouts[0] ?? 1, o.connections, o.saturationMs);
   } finally {
     monitor.stop();
     const all = procs.summary(from, Date.now());
