@@ -28,6 +28,7 @@ export const delivererEnv = {
     pattern: POOL_PATTERNS.dedicatedPools,
     description: 'tenant_id=pool,… as given to the router: the recovery sweep re-enqueues these tenants\' deliveries on deliver.<pool>',
   },
+  DELIVERER_MAX_CLAIMED: { type: 'integer', default: 1024, minimum: 1, maximum: 1_000_000, description: 'deliveries held claimed at once per process (bodies in memory, leases running); a job\'s ids are claimed in chunks of 100 as room frees' },
   DELIVERER_MAX_IN_FLIGHT: { type: 'integer', default: 256, minimum: 1, maximum: 100000, description: 'outbound requests in flight per process' },
   DELIVERER_RECORD_LINGER_MS: { type: 'integer', default: 20, minimum: 0, maximum: 10_000, description: 'outcomes of one batch completed within this of each other are recorded in one write (each is recorded this soon after its request completes, not after the slowest)' },
   DELIVERY_LEASE_MS: { type: 'integer', default: 120_000, minimum: 1000, description: 'how long a claim holds a delivery before recovery may take it back' },

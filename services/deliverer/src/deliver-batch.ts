@@ -3,6 +3,7 @@ import { buildHeaders, decide, destinationSettings, type BackoffPolicy, type Del
 import type { Logger } from '@hookline/logger';
 import type { JobData, Producer, Redis } from '@hookline/queues';
 import type { Breaker } from './circuit-breaker';
+import { chunks, type ClaimBudget } from './claim-budget';
 import { releaseDeliveries, renewLeases } from './claim-deliveries';
 import type { CoalescedDb } from './coalesced-db';
 import { gateDeliveries, groupBy, type Prepared } from './gate-deliveries';
@@ -14,6 +15,8 @@ export interface DeliverDeps {
   pool: Pool;
   /** Claim and record, merged across concurrent jobs. */
   db: CoalescedDb;
+  /** Deliveries held claimed at once by this process (DELIVERER_MAX_CLAIMED). */
+  claimBudget: ClaimBudget;
   /** A non-blocking connection for the breaker and rate-limit scripts. */
   redis: Redis;
   producer: Producer;
@@ -74,13 +77,31 @@ async function enqueue(deps: DeliverDeps, deliveryIds: string[], delayMs: number
   }
 }
 
+/** Ids claimed together at most: a job's ids are claimed in chunks of this many, each within the claim budget. */
+export const CLAIM_CHUNK = 100;
+
 /**
- * One `deliver` job: claim the due deliveries among its ids, hold back those a circuit or
- * rate limit refuses (no attempt consumed), send the rest concurrently, record every
- * attempt and outcome as the requests complete, and schedule the retries.
+ * One `deliver` job, in chunks of CLAIM_CHUNK ids, each claimed once the process's claim
+ * budget has room for it. Every chunk runs to the end; the job fails (and BullMQ retries
+ * it: a retry claims only what is still claimable) if any chunk failed.
  */
 export async function deliverBatch(deps: DeliverDeps, job: JobData['deliver']): Promise<BatchSummary> {
-  const { leaseOwner, claimed } = await deps.db.claim(job.deliveryIds);
+  const parts = chunks(job.deliveryIds, Math.min(CLAIM_CHUNK, deps.claimBudget.limit));
+  const settled = await Promise.allSettled(parts.map((ids) => deps.claimBudget.run(ids.length, () => deliverChunk(deps, ids, job.traceparent))));
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  const summary: BatchSummary = { claimed: 0, deferred: 0, delivered: 0, failed: 0, exhausted: 0 };
+  for (const s of settled) if (s.status === 'fulfilled') for (const k of Object.keys(summary) as (keyof BatchSummary)[]) summary[k] += s.value[k];
+  return summary;
+}
+
+/**
+ * One chunk: claim the due deliveries among its ids, hold back those a circuit or rate
+ * limit refuses (no attempt consumed), send the rest concurrently, record every attempt
+ * and outcome as the requests complete, and schedule the retries.
+ */
+async function deliverChunk(deps: DeliverDeps, deliveryIds: string[], traceparent: string | undefined): Promise<BatchSummary> {
+  const { leaseOwner, claimed } = await deps.db.claim(deliveryIds);
   const summary: BatchSummary = { claimed: claimed.length, deferred: 0, delivered: 0, failed: 0, exhausted: 0 };
   if (claimed.length === 0) return summary;
 
@@ -111,7 +132,7 @@ export async function deliverBatch(deps: DeliverDeps, job: JobData['deliver']): 
   const outcomes: Outcome[] = [];
   const results = await Promise.all(
     allowed.map(async (p) => {
-      const result = await sendOne(deps, p, job.traceparent);
+      const result = await sendOne(deps, p, traceparent);
       const attemptNumber = p.d.attemptCount + 1;
       const outcome: Outcome = { deliveryId: p.d.id, tenantId: p.d.tenantId, eventId: p.d.eventId, attemptNumber, result, decision: decide(p.settings, deps.backoff, result, attemptNumber, p.d.replayCount, Date.now()) };
       outcomes.push(outcome);
