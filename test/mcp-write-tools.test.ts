@@ -77,6 +77,17 @@ test('an enabled replay group re-queues a retained delivery and refuses one with
   await h.db.pool.query(`INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, status) VALUES ($1, $2, $3, $4, $5, 'exhausted')`, [gone, t.tenant.tenantId, purged, flow, t.destinationId]);
   expect((await call(c, 'replay_delivery', { delivery_id: gone })).body).toMatchObject({ status: 409, reason_code: 'payload_not_retained' });
   expect((await audit('mcp.replay_delivery')).map((a) => a.outcome)).toEqual(['client_error:403', 'client_error:403', 'client_error:403', 'success:200', 'client_error:409']);
+  // The REST API's rules, shared: a delivery to a destination that is not ACTIVE is refused.
+  const off = newId('dlv');
+  const offFlow = await insertFlow(h.db.pool, { tenantId: t.tenant.tenantId, ingesterId: t.ingesterId, destinationId: t.destinationId });
+  await h.db.pool.query(`INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, status) VALUES ($1, $2, $3, $4, $5, 'exhausted')`, [off, t.tenant.tenantId, t.eventId, offFlow, t.destinationId]);
+  await h.db.pool.query(`UPDATE destinations SET state = 'DISABLED' WHERE id = $1`, [t.destinationId]);
+  try {
+    expect((await call(c, 'replay_delivery', { delivery_id: off })).body).toMatchObject({ status: 409, reason_code: 'destination_not_active' });
+    expect((await h.db.pool.query('SELECT status FROM deliveries WHERE id = $1', [off])).rows[0]).toEqual({ status: 'exhausted' });
+  } finally {
+    await h.db.pool.query(`UPDATE destinations SET state = 'ACTIVE' WHERE id = $1`, [t.destinationId]);
+  }
 });
 
 test("with DEDICATED_POOLS, the tenant's retries and replays go to its pool's queue", async () => {

@@ -6,7 +6,7 @@ import { readTimeRange } from '../http/pagination';
 import type { AuthedRoute } from '../http/route';
 import { listBody, listOf } from '../http/schemas';
 import { ok } from '../lib/format';
-import { replayMatching, replayOne, retryEvent } from './replay.service';
+import { replayDepsOf, replayMatching, replayOne, retryEvent } from './replay.service';
 
 const TAG = 'Retry and replay';
 const write = { auth: 'credential', scope: 'write:deliveries' } as const;
@@ -35,12 +35,12 @@ const replayBody = {
 };
 
 async function retryReply(ctx: RequestContext, eventId: string) {
-  const ids = await retryEvent(ctx.app, ctx.tenantId, eventId);
+  const ids = await retryEvent(replayDepsOf(ctx.app), ctx.tenantId, eventId);
   return { status: 202, body: { event_id: eventId, retried: ids.length, delivery_ids: ids } };
 }
 
 async function replayOneReply(ctx: RequestContext, deliveryId: string) {
-  await replayOne(ctx.app, ctx.tenantId, deliveryId);
+  await replayOne(replayDepsOf(ctx.app), ctx.tenantId, deliveryId);
   return { status: 202, body: deliveryToView(await findDelivery(ctx.app, ctx.tenantId, deliveryId)) };
 }
 
@@ -61,7 +61,7 @@ async function bulkReplayReply(ctx: RequestContext) {
   }
   if (b.delivery_id) return replayOneReply(ctx, b.delivery_id);
   const range = readTimeRange({ since: b.since, until: b.until });
-  const ids = await replayMatching(ctx.app, ctx.tenantId, {
+  const replayed = await replayMatching(replayDepsOf(ctx.app), ctx.tenantId, {
     deliveryIds: b.delivery_ids,
     destinationId: b.destination_id,
     status: b.status,
@@ -69,7 +69,7 @@ async function bulkReplayReply(ctx: RequestContext) {
     until: range?.lt,
     limit: b.limit ?? 1000,
   });
-  return { status: 202, body: { replayed: ids.length, delivery_ids: ids } };
+  return { status: 202, body: { replayed: replayed.length, delivery_ids: replayed.map((r) => r.id) } };
 }
 
 export const replayRoutes: AuthedRoute[] = [

@@ -1,11 +1,21 @@
+import type { Pool } from '@hookline/db';
 import { AppError } from '@hookline/errors';
 import type { AppContext } from '../context';
-import { enqueueDeliveries, poolOf } from './requeue';
+import { enqueueDeliveries, poolOf, type RequeueDeps } from './requeue';
 
 const REPLAYABLE = ['exhausted', 'delivered'];
 
+/** What retry and replay need: the REST routes and the MCP write tools both call them. */
+export interface ReplayDeps extends RequeueDeps {
+  pool: Pool;
+  /** DEDICATED_POOLS (tenant id → pool): retries and replays go to `deliver.<pool>`. */
+  pools?: ReadonlyMap<string, string>;
+}
+
+export const replayDepsOf = (app: AppContext): ReplayDeps => ({ pool: app.pool, producer: app.producer, logger: app.logger, pools: app.config.pools });
+
 /** Retry: the event's failed/exhausted deliveries become due now (one more attempt each). */
-export async function retryEvent(app: AppContext, tenantId: string, eventId: string): Promise<string[]> {
+export async function retryEvent(app: ReplayDeps, tenantId: string, eventId: string): Promise<string[]> {
   const { rows: evt } = await app.pool.query('SELECT 1 FROM events WHERE id = $1 AND tenant_id = $2', [eventId, tenantId]);
   if (!evt.length) throw AppError.notFound('event');
   const { rows } = await app.pool.query<{ id: string }>(
@@ -15,7 +25,7 @@ export async function retryEvent(app: AppContext, tenantId: string, eventId: str
   );
   if (!rows.length) throw new AppError('conflict', 'The event has no failed or exhausted deliveries to retry.');
   const ids = rows.map((r) => r.id);
-  await enqueueDeliveries(app, ids, poolOf(app.config.pools, tenantId));
+  await enqueueDeliveries(app, ids, poolOf(app.pools, tenantId));
   return ids;
 }
 
@@ -33,9 +43,9 @@ export interface ReplayFilter {
  * destination is ACTIVE go back to `replaying` with a fresh round of attempts; their
  * events become `replayed`. One statement, so a replay is all-or-nothing per call.
  */
-export async function replayMatching(app: AppContext, tenantId: string, f: ReplayFilter): Promise<string[]> {
+export async function replayMatching(app: ReplayDeps, tenantId: string, f: ReplayFilter): Promise<{ id: string; eventId: string }[]> {
   const client = await app.pool.connect();
-  let ids: string[];
+  let replayed: { id: string; eventId: string }[];
   try {
     await client.query('BEGIN');
     const { rows } = await client.query<{ id: string; event_id: string }>(
@@ -59,19 +69,19 @@ export async function replayMatching(app: AppContext, tenantId: string, f: Repla
       await client.query(`UPDATE events SET status = 'replayed', updated_at = now() WHERE id = ANY($1::text[])`, [[...new Set(rows.map((r) => r.event_id))]]);
     }
     await client.query('COMMIT');
-    ids = rows.map((r) => r.id);
+    replayed = rows.map((r) => ({ id: r.id, eventId: r.event_id }));
   } catch (err) {
     await client.query('ROLLBACK');
     throw err;
   } finally {
     client.release();
   }
-  await enqueueDeliveries(app, ids, poolOf(app.config.pools, tenantId));
-  return ids;
+  await enqueueDeliveries(app, replayed.map((r) => r.id), poolOf(app.pools, tenantId));
+  return replayed;
 }
 
 /** Why one delivery cannot be replayed, as the precise problem (404, or 409 with a reason). */
-async function explainRefusal(app: AppContext, tenantId: string, id: string): Promise<AppError> {
+async function explainRefusal(app: ReplayDeps, tenantId: string, id: string): Promise<AppError> {
   const { rows } = await app.pool.query<{ status: string; retained: boolean; dst_state: string }>(
     `SELECT d.status, EXISTS (SELECT 1 FROM event_payloads p WHERE p.event_id = d.event_id) AS retained, t.state AS dst_state
        FROM deliveries d JOIN destinations t ON t.id = d.destination_id WHERE d.id = $1 AND d.tenant_id = $2`,
@@ -84,7 +94,9 @@ async function explainRefusal(app: AppContext, tenantId: string, id: string): Pr
   return new AppError('conflict', `The delivery is ${r.status}; only exhausted or delivered deliveries can be replayed.`, { reason_code: 'not_replayable', current_status: r.status });
 }
 
-export async function replayOne(app: AppContext, tenantId: string, deliveryId: string): Promise<void> {
-  const ids = await replayMatching(app, tenantId, { deliveryIds: [deliveryId], limit: 1 });
-  if (!ids.length) throw await explainRefusal(app, tenantId, deliveryId);
+/** Replays one delivery; returns its event's id, or throws why it cannot be replayed. */
+export async function replayOne(app: ReplayDeps, tenantId: string, deliveryId: string): Promise<string> {
+  const [replayed] = await replayMatching(app, tenantId, { deliveryIds: [deliveryId], limit: 1 });
+  if (!replayed) throw await explainRefusal(app, tenantId, deliveryId);
+  return replayed.eventId;
 }
