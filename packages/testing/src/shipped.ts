@@ -1,6 +1,7 @@
 // Runs an entry point as the image does: its `pnpm build` bundle through scripts/launch.cjs
-// on plain node. Bundles are built once per test process into a private temporary folder
-// (never the checkout's dist/, which may be stale or in use).
+// on plain node. Bundles are built once per process (tests, `pnpm bench`, `pnpm chaos`) into
+// a private temporary folder (never the checkout's dist/, which may be stale or in use),
+// removed when the process exits.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -26,14 +27,22 @@ export interface ShippedCommand {
   env: Record<string, string>;
 }
 
+/** Bundles these entries (once per process) and returns their dist folder (HOOKLINE_DIST_DIR for the launcher). */
+export async function shippedDist(entries: readonly string[]): Promise<string> {
+  const dir = dist();
+  for (const entry of entries) {
+    let build = builds.get(entry);
+    if (!build) {
+      build = bundleEntry(entry, bundlePath(entry, dir));
+      builds.set(entry, build);
+    }
+    await build;
+  }
+  return dir;
+}
+
 /** `node scripts/launch.cjs <entry>`, with the entry bundled first. */
 export async function shippedCommand(entry: string): Promise<ShippedCommand> {
-  const dir = dist();
-  let build = builds.get(entry);
-  if (!build) {
-    build = bundleEntry(entry, bundlePath(entry, dir));
-    builds.set(entry, build);
-  }
-  await build;
+  const dir = await shippedDist([entry]);
   return { command: process.execPath, args: [resolve(ROOT, 'scripts/launch.cjs'), entry], env: { HOOKLINE_DIST_DIR: dir } };
 }

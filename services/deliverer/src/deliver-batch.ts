@@ -3,7 +3,7 @@ import { buildHeaders, decide, destinationSettings, type BackoffPolicy, type Del
 import type { Logger } from '@hookline/logger';
 import type { JobData, Producer, Redis } from '@hookline/queues';
 import type { Breaker } from './circuit-breaker';
-import { chunks, type ClaimBudget } from './claim-budget';
+import type { Limiter } from './limiter';
 import { releaseDeliveries, renewLeases } from './claim-deliveries';
 import type { CoalescedDb } from './coalesced-db';
 import { gateDeliveries, groupBy, type Prepared } from './gate-deliveries';
@@ -15,8 +15,13 @@ export interface DeliverDeps {
   pool: Pool;
   /** Claim and record, merged across concurrent jobs. */
   db: CoalescedDb;
-  /** Deliveries held claimed at once by this process (DELIVERER_MAX_CLAIMED). */
-  claimBudget: ClaimBudget;
+  /**
+   * Deliveries held claimed at once by this process (DELIVERER_MAX_CLAIMED). A deliver job
+   * can name thousands (a route job of 500 events at fan-out 5 makes one of 2,500); claimed
+   * whole, 64 such jobs held every body and lease in memory while the sender worked through
+   * them, and the leases ran down meanwhile.
+   */
+  claimBudget: Limiter;
   /** A non-blocking connection for the breaker and rate-limit scripts. */
   redis: Redis;
   producer: Producer;
@@ -86,8 +91,10 @@ export const CLAIM_CHUNK = 100;
  * it: a retry claims only what is still claimable) if any chunk failed.
  */
 export async function deliverBatch(deps: DeliverDeps, job: JobData['deliver']): Promise<BatchSummary> {
-  const parts = chunks(job.deliveryIds, Math.min(CLAIM_CHUNK, deps.claimBudget.limit));
-  const settled = await Promise.allSettled(parts.map((ids) => deps.claimBudget.run(ids.length, () => deliverChunk(deps, ids, job.traceparent))));
+  const size = Math.min(CLAIM_CHUNK, deps.claimBudget.limit);
+  const parts: string[][] = [];
+  for (let i = 0; i < job.deliveryIds.length; i += size) parts.push(job.deliveryIds.slice(i, i + size));
+  const settled = await Promise.allSettled(parts.map((ids) => deps.claimBudget.run(() => deliverChunk(deps, ids, job.traceparent), ids.length)));
   const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failed) throw failed.reason;
   const summary: BatchSummary = { claimed: 0, deferred: 0, delivered: 0, failed: 0, exhausted: 0 };

@@ -5,11 +5,11 @@ import type { Logger } from '@hookline/logger';
 import type { Producer, Redis } from '@hookline/queues';
 import { createSecretBox } from '@hookline/signing';
 import { createBreaker } from './circuit-breaker';
-import { ClaimBudget } from './claim-budget';
 import { createCoalescedDb } from './coalesced-db';
 import { parseList, type DelivererConfig } from './config';
 import type { DeliverDeps } from './deliver-batch';
 import { createHttpSender } from './http-sender';
+import { Limiter } from './limiter';
 import { createSsrfGuard, type Resolver } from './ssrf/ssrf-guard';
 
 export interface Resources {
@@ -35,7 +35,7 @@ export function buildDeliverDeps(config: DelivererConfig, r: Resources): Deliver
       maxInFlight: config.DELIVERER_DB_IN_FLIGHT,
       maxJobs: config.DELIVERER_CONCURRENCY,
     }),
-    claimBudget: new ClaimBudget(config.DELIVERER_MAX_CLAIMED),
+    claimBudget: new Limiter(config.DELIVERER_MAX_CLAIMED),
     redis: r.redis,
     producer: r.producer,
     prefix: config.QUEUE_PREFIX,

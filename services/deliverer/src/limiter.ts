@@ -1,7 +1,11 @@
-/** A counting semaphore: at most `limit` holders; waiters are served in arrival order. */
+/**
+ * A counting semaphore: at most `limit` units held; each holder takes `n` units (1 by
+ * default, at most the whole limit, so an oversized holder runs alone rather than never).
+ * Waiters are served in arrival order: a large holder is not overtaken for ever by small ones.
+ */
 export class Limiter {
   private active = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly waiting: { n: number; go: () => void }[] = [];
 
   constructor(public limit: number) {}
 
@@ -9,27 +13,35 @@ export class Limiter {
     return this.active === 0 && this.waiting.length === 0;
   }
 
-  async acquire(): Promise<void> {
-    if (this.active < this.limit) {
-      this.active++;
-      return;
+  /** Units held right now. */
+  get held(): number {
+    return this.active;
+  }
+
+  acquire(n = 1): Promise<void> {
+    if (this.waiting.length === 0 && this.active + n <= this.limit) {
+      this.active += n;
+      return Promise.resolve();
     }
-    await new Promise<void>((resolve) => this.waiting.push(resolve));
+    return new Promise((go) => this.waiting.push({ n, go }));
   }
 
-  release(): void {
-    const next = this.waiting.shift();
-    // The slot passes straight to the next waiter, so `active` stays the same.
-    if (next) next();
-    else this.active--;
+  release(n = 1): void {
+    this.active -= n;
+    while (this.waiting.length > 0 && this.active + this.waiting[0]!.n <= this.limit) {
+      const next = this.waiting.shift()!;
+      this.active += next.n;
+      next.go();
+    }
   }
 
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    await this.acquire();
+  async run<T>(fn: () => Promise<T>, n = 1): Promise<T> {
+    const take = Math.max(0, Math.min(n, this.limit));
+    await this.acquire(take);
     try {
       return await fn();
     } finally {
-      this.release();
+      this.release(take);
     }
   }
 }
