@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { withRandomBytes } from '@hookline/signing';
 
 /** Prefixes, so an id says what it names (Svix style). Never rename one. */
 export const ID_PREFIXES = {
@@ -35,19 +35,21 @@ export function newId(prefix: IdPrefix, now = Date.now()): string {
     time = ALPHABET[t % 32] + time;
     t = Math.floor(t / 32);
   }
-  const bytes = randomBytes(10);
-  let rand = '';
   // 80 bits -> 16 base32 chars, 5 bits each.
-  let acc = 0;
-  let bits = 0;
-  for (const b of bytes) {
-    acc = (acc << 8) | b;
-    bits += 8;
-    while (bits >= 5) {
-      bits -= 5;
-      rand += ALPHABET[(acc >> bits) & 31];
+  const rand = withRandomBytes(10, (bytes, at) => {
+    let out = '';
+    let acc = 0;
+    let bits = 0;
+    for (let i = at; i < at + 10; i++) {
+      acc = (acc << 8) | bytes[i]!;
+      bits += 8;
+      while (bits >= 5) {
+        bits -= 5;
+        out += ALPHABET[(acc >> bits) & 31];
+      }
+      acc &= (1 << bits) - 1;
     }
-    acc &= (1 << bits) - 1;
-  }
+    return out;
+  });
   return `${prefix}_${time}${rand}`;
 }

@@ -1,5 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { signServiceRequest, signStandardWebhook, whsecKey } from '@hookline/signing';
+import { createHash } from 'node:crypto';
+import { signServiceRequest, signStandardWebhook, whsecKey, randomIdString } from '@hookline/signing';
 
 export interface OutboundMessage {
   deliveryId: string;
@@ -27,7 +27,7 @@ export function childTraceparent(correlationId: string, parent?: string): string
   const m = parent ? TRACEPARENT.exec(parent) : null;
   let traceId = m?.[1];
   if (!traceId) traceId = /^[0-9a-f]{32}$/.test(correlationId) ? correlationId : createHash('sha256').update(correlationId).digest('hex').slice(0, 32);
-  return `00-${traceId}-${randomBytes(8).toString('hex')}-01`;
+  return `00-${traceId}-${randomIdString(8, 'hex')}-01`;
 }
 
 /**

@@ -4,3 +4,4 @@ export { signStandardWebhook, newWhsecSecret, whsecKey } from './standard-webhoo
 export { createSecretBox, type SecretBox } from './secret-box';
 export { API_SCOPES, MCP_SCOPES, type Scope, newApiKey, hashApiKey, hashPassword, verifyPassword } from './credentials';
 export { PROVIDERS, type Provider, isProvider } from './providers';
+export { withRandomBytes, randomIdString } from './random-pool';

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomIdString } from '@hookline/signing';
 
 const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}/;
 
@@ -7,5 +7,5 @@ export function correlationId(traceparent: string | string[] | undefined): strin
   const v = Array.isArray(traceparent) ? traceparent[0] : traceparent;
   const m = v ? TRACEPARENT.exec(v.trim().toLowerCase()) : null;
   if (m && m[1] !== '0'.repeat(32)) return m[1]!;
-  return randomBytes(16).toString('hex');
+  return randomIdString(16, 'hex');
 }
