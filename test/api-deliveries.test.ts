@@ -75,6 +75,31 @@ describe('deliveries', () => {
     expect(ignored.body.deliveries).toHaveLength(6);
   });
 
+  it('shows a delivery under a live lease as delivering, in the view, the filters, the event and the overview', async () => {
+    const t = await h.tenant();
+    const p = await createPipeline(h, t.tenantId, t.apiKey);
+    const evt = await insertEvent(h, t.tenantId, p.ingesterId);
+    const other = await insertEvent(h, t.tenantId, p.ingesterId);
+    const held = await insertDelivery(h, t.tenantId, evt, p, { status: 'failed', attempts: 1 });
+    const expired = await insertDelivery(h, t.tenantId, other, p, { status: 'pending' });
+    // What a claim writes: the lease only (the stored status stays claimable).
+    await h.db.pool.query(`UPDATE deliveries SET lease_owner = 'd:1', lease_until = now() + interval '1 minute' WHERE id = $1`, [held]);
+    await h.db.pool.query(`UPDATE deliveries SET lease_owner = 'd:0', lease_until = now() - interval '1 minute' WHERE id = $1`, [expired]);
+
+    const path = `/v1/tenants/${t.tenantId}/deliveries`;
+    expect((await h.call('GET', `/v1/deliveries/${held}`, { key: t.apiKey })).body.status).toBe('delivering');
+    expect((await h.call('GET', `/v1/deliveries/${expired}`, { key: t.apiKey })).body.status).toBe('pending');
+    const ids = async (q: string) => (await h.call('GET', `${path}?${q}`, { key: t.apiKey })).body.deliveries.map((d: { id: string }) => d.id);
+    expect(await ids('status=delivering')).toEqual([held]);
+    expect(await ids('status=failed')).toEqual([]);
+    expect(await ids('status=pending')).toEqual([expired]);
+    const event = await h.call('GET', `/v1/tenants/${t.tenantId}/events/${evt}`, { key: t.apiKey });
+    expect(event.body.deliveries).toEqual([expect.objectContaining({ id: held, status: 'delivering' })]);
+    expect((await h.call('GET', '/v1/overview', { key: t.apiKey })).body.deliveries_24h).toEqual({ delivering: 1, pending: 1 });
+    // A manual retry leaves the delivery in flight to its attempt.
+    expect((await h.call('POST', `/v1/tenants/${t.tenantId}/events/${evt}/retry`, { key: t.apiKey })).status).toBe(409);
+  });
+
   it('enforces the page size rules and rejects bad filters', async () => {
     const t = await h.tenant();
     const path = `/v1/tenants/${t.tenantId}/deliveries`;

@@ -29,7 +29,7 @@ async function peakClaimed(n: number, env: Record<string, string>): Promise<{ pe
   let running = true;
   const sampler = (async () => {
     while (running) {
-      const { rows } = await h.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE id = ANY($1) AND status = 'delivering'`, [ids]);
+      const { rows } = await h.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE id = ANY($1) AND lease_until > now() AND status = 'pending'`, [ids]);
       peak = Math.max(peak, rows[0]!.n);
       await new Promise((r) => setTimeout(r, 15));
     }

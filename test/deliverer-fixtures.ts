@@ -2,6 +2,7 @@
 // inserted with SQL, `deliverBatch` called directly or through a real BullMQ worker.
 import { loadConfig } from '@hookline/config';
 import { newId } from '@hookline/db';
+import { shownStatusSql } from '@hookline/delivery';
 import { createLogger } from '@hookline/logger';
 import { createProducer, createRedis, createWorker, type Producer, type Redis, type WorkerHandle } from '@hookline/queues';
 import { createSecretBox, newWhsecSecret, type SecretBox } from '@hookline/signing';
@@ -21,7 +22,11 @@ export interface DestinationSpec {
 
 export interface DeliveryRow {
   id: string;
+  /** As the API shows it: `delivering` while a live lease holds it. */
   status: string;
+  /** As stored: a held delivery keeps its claimable status. */
+  stored_status: string;
+  lease_until: Date | null;
   attempt_count: number;
   next_attempt_at: Date;
   lease_owner: string | null;
@@ -107,7 +112,7 @@ export async function createHarness(label: string, env: Record<string, string> =
       });
     },
     async row(deliveryId: string): Promise<DeliveryRow> {
-      return (await db.pool.query<DeliveryRow>('SELECT * FROM deliveries WHERE id = $1', [deliveryId])).rows[0]!;
+      return (await db.pool.query<DeliveryRow>(`SELECT d.*, d.status::text AS stored_status, ${shownStatusSql('d')} AS status FROM deliveries d WHERE id = $1`, [deliveryId])).rows[0]!;
     },
     async attempts(deliveryId: string): Promise<AttemptRow[]> {
       return (await db.pool.query<AttemptRow>('SELECT * FROM delivery_attempts WHERE delivery_id = $1 ORDER BY number', [deliveryId])).rows;

@@ -27,13 +27,17 @@ test('the sweep re-enqueues overdue deliveries and expired leases, once per RECO
   const crashed = await h.delivery(dst.id);
   const notYet = await h.delivery(dst.id);
   await h.db.pool.query(`UPDATE deliveries SET next_attempt_at = now() - interval '1 minute' WHERE id = $1`, [lost.deliveryId]);
-  await h.db.pool.query(`UPDATE deliveries SET status = 'delivering', attempt_count = 2, lease_owner = 'dead:1', lease_until = now() - interval '1 second' WHERE id = $1`, [crashed.deliveryId]);
+  // A deliverer that crashed while sending a third attempt: its lease ran out.
+  await h.db.pool.query(
+    `UPDATE deliveries SET status = 'failed', attempt_count = 2, next_attempt_at = now() - interval '3 minutes', lease_owner = 'dead:1', lease_until = now() - interval '1 second' WHERE id = $1`,
+    [crashed.deliveryId],
+  );
   // notYet is due now but has not waited RECOVERY_AFTER_MS: its job may simply be queued.
 
   expect(await sweep()).toBe(2);
   const jobs = await h.deps.producer.queue('deliver').getJobs(['waiting']);
   expect(jobs.flatMap((j) => j.data.deliveryIds).sort()).toEqual([lost.deliveryId, crashed.deliveryId].sort());
-  expect((await h.row(crashed.deliveryId)).status).toBe('failed');
+  expect(await h.row(crashed.deliveryId)).toMatchObject({ status: 'failed', lease_owner: null, lease_until: null });
   expect((await h.row(notYet.deliveryId)).status).toBe('pending');
   // Re-enqueued ones wait RECOVERY_AFTER_MS again before a second sweep takes them.
   expect(await sweep()).toBe(0);
@@ -51,7 +55,7 @@ test('a long request keeps its lease renewed, so recovery does not take it back 
     const running = h.run([d.deliveryId], short.deps);
     await new Promise((r) => setTimeout(r, 1500)); // past the first lease
     const row = await h.db.pool.query(`SELECT status, lease_until > now() AS leased FROM deliveries WHERE id = $1`, [d.deliveryId]);
-    expect(row.rows[0]).toEqual({ status: 'delivering', leased: true });
+    expect(row.rows[0]).toEqual({ status: 'pending', leased: true }); // held: the lease is the only write
     const owner = (await h.row(d.deliveryId)).lease_owner;
     await recoverDeliveries({ pool: h.db.pool, producer: h.deps.producer }, { afterMs: 0, batchSize: 100 });
     expect(await h.row(d.deliveryId)).toMatchObject({ status: 'delivering', lease_owner: owner });

@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { newId, type Pool } from '@hookline/db';
+import { shownStatusSql } from '@hookline/delivery';
 import { createSecretBox } from '@hookline/signing';
 import { freePort, waitFor } from '@hookline/testing';
 
@@ -122,14 +123,17 @@ export async function insertEdgeDelivery(
 }
 
 export interface DeliveryRow {
+  /** As the API shows it: `delivering` while a live lease holds it. */
   status: string;
+  /** As stored: a held delivery keeps its claimable status. */
+  stored_status: string;
   attempt_count: number;
   lease_owner: string | null;
   next_attempt_at: Date;
 }
 
 export async function deliveryRow(pool: Pool, id: string): Promise<DeliveryRow> {
-  const { rows } = await pool.query<DeliveryRow>(`SELECT status, attempt_count, lease_owner, next_attempt_at FROM deliveries WHERE id = $1`, [id]);
+  const { rows } = await pool.query<DeliveryRow>(`SELECT ${shownStatusSql('d')} AS status, d.status::text AS stored_status, attempt_count, lease_owner, next_attempt_at FROM deliveries d WHERE id = $1`, [id]);
   return rows[0]!;
 }
 

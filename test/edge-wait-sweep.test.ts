@@ -48,7 +48,7 @@ test('a delivery that waited past the limit with no agent connected fails one at
 test('the last allowed attempt goes to the DLQ; a vanished agent\'s expired lease counts as waiting', async () => {
   const c = await insertCluster(db.pool, tenantId);
   const d = await insertEdgeDelivery(db.pool, tenantId, c.id, { nextAttemptAt: ago(20_000) });
-  await db.pool.query(`UPDATE deliveries SET status = 'delivering', lease_owner = 'edge:gone:1', lease_until = $2 WHERE id = $1`, [d.deliveryId, ago(6_000)]);
+  await db.pool.query(`UPDATE deliveries SET lease_owner = 'edge:gone:1', lease_until = $2 WHERE id = $1`, [d.deliveryId, ago(6_000)]);
   expect(await sweepEdgeWaits({ pool: db.pool, policy: policy(1) }, input)).toBe(1);
   expect(await deliveryRow(db.pool, d.deliveryId)).toMatchObject({ status: 'exhausted', attempt_count: 1 });
   const ev = await db.pool.query(`SELECT status FROM events WHERE id = $1`, [d.eventId]);

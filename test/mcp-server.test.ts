@@ -117,7 +117,7 @@ test('edge planes show connected and in_flight by the rule of the cluster views'
   for (const lease of ['1 minute', '-1 minute']) {
     const flow = await insertFlow(h.db.pool, { tenantId, ingesterId: t.ingesterId, destinationId: dst });
     await h.db.pool.query(
-      `INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, status, lease_until, lease_owner) VALUES ($1, $2, $3, $4, $5, 'delivering', now() + $6::interval, 'edge:a:1')`,
+      `INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, status, lease_until, lease_owner) VALUES ($1, $2, $3, $4, $5, 'pending', now() + $6::interval, 'edge:a:1')`,
       [newId('dlv'), tenantId, t.eventId, flow, dst, lease],
     );
   }

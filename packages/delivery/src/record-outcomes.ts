@@ -1,4 +1,5 @@
 import { newId, type Pool } from '@hookline/db';
+import { CLAIMABLE_SQL } from './lease';
 import type { Decision } from './retry-policy';
 import type { SendResult } from './send-result';
 
@@ -12,8 +13,9 @@ export interface Outcome {
 }
 
 // All attempts in one multi-row INSERT and all delivery outcomes in one UPDATE, as one
-// statement. The lease guard keeps a claim that expired (and was taken over) from
-// overwriting the newer owner's state; its attempt is still recorded.
+// statement. The lease guard (the owner, and a status a lease can hold) keeps a claim
+// that expired (and was taken over, or replayed) from overwriting the newer state; its
+// attempt is still recorded.
 const RECORD_SQL = `
 WITH att AS (
   INSERT INTO delivery_attempts (id, tenant_id, delivery_id, number, status_code, response_body, response_headers, error_kind, error, started_at, duration_ms, via)
@@ -31,7 +33,7 @@ UPDATE deliveries d SET
   exhausted_at = CASE WHEN u.status = 'exhausted' THEN now() ELSE d.exhausted_at END,
   updated_at = now()
 FROM unnest($3::text[], $4::int[], $12::text[], $13::int[], $9::text[], $5::int[], $14::text[]) AS u(id, number, status, delay, error, status_code, owner)
-WHERE d.id = u.id AND d.lease_owner = u.owner AND d.status = 'delivering'`;
+WHERE d.id = u.id AND d.lease_owner = u.owner AND d.status IN (${CLAIMABLE_SQL})`;
 
 // Event status from all of its deliveries: any exhausted -> dlq_queued, else any failed ->
 // failed, else all delivered -> delivered (status_reason 'replayed' when one was replayed).
@@ -101,7 +103,7 @@ export async function recordOwnedOutcomes(pool: Pool, groups: OwnedOutcomes[], o
     if (opts.onlyHeld) {
       const { rows: held } = await client.query<{ id: string }>(
         `SELECT d.id FROM deliveries d JOIN unnest($1::text[], $2::text[]) AS u(id, owner) ON d.id = u.id AND d.lease_owner = u.owner
-         WHERE d.status = 'delivering' ORDER BY d.id FOR UPDATE OF d`,
+         WHERE d.status IN (${CLAIMABLE_SQL}) ORDER BY d.id FOR UPDATE OF d`,
         [owned.map((x) => x.o.deliveryId), owned.map((x) => x.owner)],
       );
       const ids = new Set(held.map((r) => r.id));

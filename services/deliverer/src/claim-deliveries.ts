@@ -1,9 +1,7 @@
 import type { Pool } from '@hookline/db';
-import { sendContextSelect, type SendContextColumns } from '@hookline/delivery';
+import { CLAIMABLE_SQL, freeSql, sendContextSelect, type SendContextColumns } from '@hookline/delivery';
 
-export type ClaimableStatus = 'pending' | 'failed' | 'replaying';
-
-/** A delivery this process now holds (status `delivering`, leased), with all it needs to send. */
+/** A delivery this process now holds (leased; its status unchanged), with all it needs to send. */
 export interface ClaimedDelivery {
   id: string;
   tenantId: string;
@@ -11,7 +9,6 @@ export interface ClaimedDelivery {
   destinationId: string;
   attemptCount: number;
   replayCount: number;
-  prevStatus: ClaimableStatus;
   url: string;
   method: string;
   config: unknown;
@@ -31,12 +28,12 @@ interface Row extends SendContextColumns {
   destination_id: string;
   attempt_count: number;
   replay_count: number;
-  prev_status: ClaimableStatus;
 }
 
-// One statement: lock the due rows (skipping rows another claim holds), lease them, and
-// return them joined with destination, event and payload. Only direct destinations
-// (no cluster: an edge agent delivers those) that are ACTIVE.
+// One statement: lock the due, unheld rows (skipping rows another claim holds), lease
+// them, and return them joined with destination, event and payload. Only direct
+// destinations (no cluster: an edge agent delivers those) that are ACTIVE. The lease is
+// the only write (see @hookline/delivery lease.ts): an in-place (HOT) update.
 //
 // The rows are looked up one id at a time (LATERAL, primary key) on purpose: given the ids,
 // that plan is always right, while with `id = ANY(...)` the planner, working from stale
@@ -45,22 +42,22 @@ interface Row extends SendContextColumns {
 // index: 100 ms claims in the benchmark, and slower the larger the backlog.
 const CLAIM_SQL = `
 WITH cand AS (
-  SELECT d.id, d.prev_status
+  SELECT d.id
   FROM (SELECT DISTINCT unnest($1::text[]) AS id) x
   CROSS JOIN LATERAL (
-    SELECT d.id, d.status AS prev_status
+    SELECT d.id
     FROM deliveries d
     WHERE d.id = x.id
-      AND d.status IN ('pending', 'failed', 'replaying')
+      AND d.status IN (${CLAIMABLE_SQL}) AND ${freeSql('d')}
       AND d.next_attempt_at <= now() + $2::float8 * interval '1 millisecond'
       AND EXISTS (SELECT 1 FROM destinations t WHERE t.id = d.destination_id AND t.cluster_id IS NULL AND t.state = 'ACTIVE')
     FOR UPDATE OF d SKIP LOCKED
   ) d
 ), claimed AS (
   UPDATE deliveries d
-  SET status = 'delivering', lease_until = now() + $3::float8 * interval '1 millisecond', lease_owner = $4, updated_at = now()
+  SET lease_until = now() + $3::float8 * interval '1 millisecond', lease_owner = $4, updated_at = now()
   FROM cand WHERE d.id = cand.id
-  RETURNING d.id, d.tenant_id, d.event_id, d.destination_id, d.attempt_count, d.replay_count, cand.prev_status
+  RETURNING d.id, d.tenant_id, d.event_id, d.destination_id, d.attempt_count, d.replay_count
 )
 ${sendContextSelect('claimed')}`;
 
@@ -82,7 +79,6 @@ export async function claimDeliveries(pool: Pool, input: ClaimInput): Promise<Cl
     destinationId: r.destination_id,
     attemptCount: r.attempt_count,
     replayCount: r.replay_count,
-    prevStatus: r.prev_status,
     url: r.url,
     method: r.method,
     config: r.config,
@@ -96,22 +92,24 @@ export async function claimDeliveries(pool: Pool, input: ClaimInput): Promise<Cl
 }
 
 /**
- * Gives deliveries back without an attempt (circuit open, rate limit): their previous
- * status, the lease dropped, due again at `now + delayMs`. The attempt is not consumed.
+ * Gives deliveries back without an attempt (circuit open, rate limit): the lease dropped,
+ * due again at `now + delayMs`. The attempt is not consumed.
  */
-export async function releaseDeliveries(pool: Pool, leaseOwner: string, items: { id: string; prevStatus: ClaimableStatus; delayMs: number }[]): Promise<void> {
+export async function releaseDeliveries(pool: Pool, leaseOwner: string, items: { id: string; delayMs: number }[]): Promise<void> {
   if (items.length === 0) return;
   await pool.query(
     `UPDATE deliveries d
-     SET status = u.prev::"DeliveryStatus", lease_until = NULL, lease_owner = NULL,
-         next_attempt_at = now() + u.delay * interval '1 millisecond', updated_at = now()
-     FROM unnest($1::text[], $2::text[], $3::int[]) AS u(id, prev, delay)
-     WHERE d.id = u.id AND d.lease_owner = $4 AND d.status = 'delivering'`,
-    [items.map((i) => i.id), items.map((i) => i.prevStatus), items.map((i) => Math.max(0, Math.round(i.delayMs))), leaseOwner],
+     SET lease_until = NULL, lease_owner = NULL, next_attempt_at = now() + u.delay * interval '1 millisecond', updated_at = now()
+     FROM unnest($1::text[], $2::int[]) AS u(id, delay)
+     WHERE d.id = u.id AND d.lease_owner = $3`,
+    [items.map((i) => i.id), items.map((i) => Math.max(0, Math.round(i.delayMs))), leaseOwner],
   );
 }
 
-/** Extends the lease of everything a claim still holds (long batches outlive one lease). */
-export async function renewLeases(pool: Pool, leaseOwner: string, leaseMs: number): Promise<void> {
-  await pool.query(`UPDATE deliveries SET lease_until = now() + $2::float8 * interval '1 millisecond' WHERE lease_owner = $1 AND status = 'delivering'`, [leaseOwner, leaseMs]);
+/** Extends the lease of the deliveries a claim still holds (long batches outlive one lease). */
+export async function renewLeases(pool: Pool, leaseOwner: string, ids: string[], leaseMs: number): Promise<void> {
+  await pool.query(
+    `UPDATE deliveries SET lease_until = now() + $3::float8 * interval '1 millisecond' WHERE id = ANY($1::text[]) AND lease_owner = $2 AND status IN (${CLAIMABLE_SQL})`,
+    [ids, leaseOwner, leaseMs],
+  );
 }

@@ -116,7 +116,7 @@ async function deliverChunk(deps: DeliverDeps, deliveryIds: string[], traceparen
   const { allowed, deferred } = await gateDeliveries(deps, prepared);
   if (deferred.length > 0) {
     summary.deferred = deferred.length;
-    await releaseDeliveries(deps.pool, leaseOwner, deferred.map((x) => ({ id: x.item.d.id, prevStatus: x.item.d.prevStatus, delayMs: x.delayMs })));
+    await releaseDeliveries(deps.pool, leaseOwner, deferred.map((x) => ({ id: x.item.d.id, delayMs: x.delayMs })));
     for (const [delay, group] of groupBy(deferred, (x) => String(x.delayMs))) await enqueue(deps, group.map((x) => x.item.d.id), Number(delay));
   }
   if (allowed.length === 0) return summary;
@@ -124,7 +124,8 @@ async function deliverChunk(deps: DeliverDeps, deliveryIds: string[], traceparen
   // While requests are out and their outcomes are being written, the lease is renewed, so
   // recovery never takes back a delivery that is still in flight (a crashed process stops
   // renewing).
-  const renewal = setInterval(() => void renewLeases(deps.pool, leaseOwner, deps.leaseMs).catch(() => undefined), Math.max(250, deps.leaseMs / 3));
+  const heldIds = allowed.map((p) => p.d.id);
+  const renewal = setInterval(() => void renewLeases(deps.pool, leaseOwner, heldIds, deps.leaseMs).catch(() => undefined), Math.max(250, deps.leaseMs / 3));
   // Each outcome is recorded as its request completes. A write that fails because
   // PostgreSQL went away is retried while the lease would still hold: the receiver already
   // has the request, and giving up would send it again once the lease expired.

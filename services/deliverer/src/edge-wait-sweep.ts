@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Pool } from '@hookline/db';
-import { decide, destinationSettings, recordOutcomes, type DeliveryPolicy, type Outcome, type SendResult } from '@hookline/delivery';
+import { CLAIMABLE_SQL, freeSql, decide, destinationSettings, recordOutcomes, type DeliveryPolicy, type Outcome, type SendResult } from '@hookline/delivery';
 import { withTryLock } from '@hookline/db';
 
 export interface EdgeWaitInput {
@@ -27,8 +27,8 @@ interface Row {
 // Due deliveries of clusters with no agent connected (never seen, or not within the
 // window) that have waited past the limit, counted from when they became due, when the
 // last agent was seen, or when a vanished agent's lease expired, whichever is latest.
-// They are leased to this sweep, which records one failed attempt each. (The plain status
-// list lets PostgreSQL use the partial index of open deliveries; it cannot infer it from the OR.)
+// They are leased to this sweep (only the lease is written), which records one failed
+// attempt each.
 export const TAKE_SQL = `
 WITH stale AS (
   SELECT d.id, extract(epoch FROM now() - GREATEST(d.next_attempt_at, d.lease_until, c.last_seen_at)) * 1000 AS waited_ms
@@ -36,15 +36,14 @@ WITH stale AS (
   JOIN destinations t ON t.id = d.destination_id
   JOIN clusters c ON c.id = t.cluster_id
   WHERE t.state = 'ACTIVE'
-    AND d.status IN ('pending', 'failed', 'replaying', 'delivering')
-    AND (d.status IN ('pending', 'failed', 'replaying') OR (d.status = 'delivering' AND d.lease_until < now()))
+    AND d.status IN (${CLAIMABLE_SQL}) AND ${freeSql('d')}
     AND (c.last_seen_at IS NULL OR c.last_seen_at < now() - $1::float8 * interval '1 millisecond')
     AND GREATEST(d.next_attempt_at, d.lease_until, c.last_seen_at) < now() - $2::float8 * interval '1 millisecond'
   ORDER BY d.next_attempt_at
   LIMIT $3
   FOR UPDATE OF d SKIP LOCKED
 ), taken AS (
-  UPDATE deliveries d SET status = 'delivering', lease_owner = $4, lease_until = now() + interval '1 minute', updated_at = now()
+  UPDATE deliveries d SET lease_owner = $4, lease_until = now() + interval '1 minute', updated_at = now()
   FROM stale WHERE d.id = stale.id
   RETURNING d.id, d.tenant_id, d.event_id, d.destination_id, d.attempt_count, d.replay_count, stale.waited_ms
 )

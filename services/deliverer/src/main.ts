@@ -85,8 +85,9 @@ async function main(): Promise<void> {
     health.setDraining();
     // Jobs in progress finish and record their attempts. Any still running at the deadline
     // (a slow destination) give back their deliveries and go back to the queue.
-    const releaseHeld = async (): Promise<void> => {
-      const ids = await releaseHeldDeliveries(pool, deps.instanceId);
+    const releaseHeld = async (jobs: { data: { deliveryIds?: unknown } }[]): Promise<void> => {
+      const jobIds = jobs.flatMap((j) => (Array.isArray(j.data?.deliveryIds) ? j.data.deliveryIds.filter((id): id is string => typeof id === 'string') : []));
+      const ids = await releaseHeldDeliveries(pool, deps.instanceId, jobIds);
       logger.warn('drain deadline: deliveries in flight given back', { delivery_ids: ids });
     };
     const requeued = await Promise.all(workers.map((w) => w.drain(Math.floor(config.SHUTDOWN_TIMEOUT_MS * 0.8), releaseHeld)));

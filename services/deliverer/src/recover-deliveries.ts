@@ -1,6 +1,7 @@
 import type { Pool } from '@hookline/db';
 import type { Producer } from '@hookline/queues';
 import { withTryLock } from '@hookline/db';
+import { CLAIMABLE_SQL, freeSql } from '@hookline/delivery';
 
 export interface RecoveryInput {
   /** A due delivery with no job for this long is re-enqueued. */
@@ -11,26 +12,20 @@ export interface RecoveryInput {
 }
 
 // Two kinds of stranded deliveries: due ones whose job was lost (Redis flushed, a crash
-// between commit and enqueue), and ones a crashed deliverer held (lease expired), which
-// go back to pending/failed. Both get next_attempt_at = now(), so one sweep re-enqueues
-// a delivery at most once per `afterMs`. Direct, ACTIVE destinations only.
+// between commit and enqueue), and ones a crashed deliverer held (lease expired). Both are
+// due rows with no live lease; they get next_attempt_at = now() and the lease dropped, so
+// one sweep re-enqueues a delivery at most once per `afterMs`. Direct, ACTIVE
+// destinations only.
 export const SWEEP_SQL = `
 WITH due AS (
   SELECT d.id FROM deliveries d JOIN destinations t ON t.id = d.destination_id
-  WHERE d.status IN ('pending', 'failed', 'replaying') AND d.next_attempt_at < now() - $1::float8 * interval '1 millisecond'
-    AND t.cluster_id IS NULL AND t.state = 'ACTIVE'
+  WHERE d.status IN (${CLAIMABLE_SQL}) AND d.next_attempt_at < now() - $1::float8 * interval '1 millisecond'
+    AND ${freeSql('d')} AND t.cluster_id IS NULL AND t.state = 'ACTIVE'
   ORDER BY d.next_attempt_at LIMIT $2
   FOR UPDATE OF d SKIP LOCKED
-), expired AS (
-  SELECT d.id FROM deliveries d JOIN destinations t ON t.id = d.destination_id
-  WHERE d.status = 'delivering' AND d.lease_until < now() AND t.cluster_id IS NULL
-  LIMIT $2
-  FOR UPDATE OF d SKIP LOCKED
 )
-UPDATE deliveries d SET
-  status = CASE WHEN d.status <> 'delivering' THEN d.status WHEN d.attempt_count = 0 THEN 'pending'::"DeliveryStatus" ELSE 'failed'::"DeliveryStatus" END,
-  lease_until = NULL, lease_owner = NULL, next_attempt_at = now(), updated_at = now()
-WHERE d.id IN (SELECT id FROM due UNION ALL SELECT id FROM expired)
+UPDATE deliveries d SET lease_until = NULL, lease_owner = NULL, next_attempt_at = now(), updated_at = now()
+WHERE d.id IN (SELECT id FROM due)
 RETURNING d.id`;
 
 /**

@@ -1,9 +1,20 @@
 import { AppError, type FieldError } from '@hookline/errors';
 import type { Prisma } from '@hookline/db';
+import { CLAIMABLE_STATUSES } from '@hookline/delivery';
 import type { AppContext } from '../context';
 import { findPage, readPage, readTimeRange, stringParam, type PageResult } from '../http/pagination';
 import type { Delivery, DeliveryAttempt } from '../lib/models';
 import { DELIVERY_STATUSES, type DeliveryStatus } from './delivery.view';
+
+/**
+ * The status filter as stored rows: `delivering` is a claimable status under a live lease
+ * (see @hookline/delivery lease.ts), and a claimable status matches only rows not held.
+ */
+export function statusWhere(status: DeliveryStatus, now = new Date()): Prisma.DeliveryWhereInput {
+  if (status === 'delivering') return { status: { in: [...CLAIMABLE_STATUSES] }, leaseUntil: { gt: now } };
+  if ((CLAIMABLE_STATUSES as readonly string[]).includes(status)) return { status, AND: [{ OR: [{ leaseUntil: null }, { leaseUntil: { lte: now } }] }] };
+  return { status };
+}
 
 /** Filters of the delivery lists: status, event_id, destination_id, source_id, since, until. */
 export function deliveryWhere(tenantId: string, query: Record<string, unknown>, forceStatus?: DeliveryStatus): Prisma.DeliveryWhereInput {
@@ -17,7 +28,7 @@ export function deliveryWhere(tenantId: string, query: Record<string, unknown>, 
   const range = readTimeRange(query);
   return {
     tenantId,
-    ...(status ? { status: status as DeliveryStatus } : {}),
+    ...(status ? statusWhere(status as DeliveryStatus) : {}),
     ...(eventId ? { eventId } : {}),
     ...(destinationId ? { destinationId } : {}),
     ...(sourceId ? { event: { ingesterId: sourceId } } : {}),

@@ -1,3 +1,4 @@
+import { shownStatus } from '@hookline/delivery';
 import type { JsonSchema } from '../http/validate';
 import { iso } from '../lib/format';
 import type { Delivery, DeliveryAttempt } from '../lib/models';
@@ -12,7 +13,7 @@ export function deliveryToView(row: Delivery): Record<string, unknown> {
     event_id: row.eventId,
     flow_id: row.flowId,
     destination_id: row.destinationId,
-    status: row.status,
+    status: shownStatus(row.status, row.leaseUntil),
     attempt_count: row.attemptCount,
     next_attempt_at: iso(row.nextAttemptAt),
     last_status_code: row.lastStatusCode,

@@ -1,6 +1,6 @@
 import { loadConfig } from '@hookline/config';
 import type { Pool } from '@hookline/db';
-import { edgeStatusEnv } from '@hookline/delivery';
+import { edgeStatusEnv, heldSql } from '@hookline/delivery';
 
 /** What the cluster views show about a plane's agents, beside last_seen_at and agent_version. */
 export interface ClusterStatus {
@@ -23,7 +23,7 @@ export function isConnected(lastSeenAt: Date | null, now = Date.now()): boolean 
 export const IN_FLIGHT_SQL = `
 SELECT t.cluster_id AS id, count(*)::int AS n
 FROM deliveries d JOIN destinations t ON t.id = d.destination_id
-WHERE t.cluster_id = ANY($1::text[]) AND d.status = 'delivering' AND d.lease_until > now()
+WHERE t.cluster_id = ANY($1::text[]) AND ${heldSql('d')}
 GROUP BY t.cluster_id`;
 
 /** Status of each cluster (by id), for the cluster routes and the planes view. */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { basicAuth, buildHeaders, sendContextSelect, type SendContextColumns, decide, destinationSettings, recordOutcomes, type DestinationSettings, type Outcome, type WorkItem } from '@hookline/delivery';
+import { CLAIMABLE_SQL, freeSql, basicAuth, buildHeaders, sendContextSelect, type SendContextColumns, decide, destinationSettings, recordOutcomes, type DestinationSettings, type Outcome, type WorkItem } from '@hookline/delivery';
 import type { EdgeCluster } from './edge-auth';
 import type { EdgeDeps } from './edge-deps';
 
@@ -12,24 +12,21 @@ interface Row extends SendContextColumns {
   lease_until: Date;
 }
 
-// Competing consumers: lock the cluster's due deliveries (skipping rows another agent's
-// lease statement holds), lease them to this poll, and return them with what sending
-// needs. Also takes `delivering` rows whose lease expired: an agent that vanished. The
-// status list repeats the OR's so that PostgreSQL sees the partial index of open
-// deliveries (destination_id, next_attempt_at) applies: it cannot infer it from the OR.
+// Competing consumers: lock the cluster's due deliveries that no live lease holds
+// (skipping rows another agent's lease statement holds), lease them to this poll, and
+// return them with what sending needs. A row whose lease expired (an agent that vanished)
+// is free again. Only the lease is written (see @hookline/delivery lease.ts).
 export const LEASE_SQL = `
 WITH cand AS (
   SELECT d.id FROM deliveries d JOIN destinations t ON t.id = d.destination_id
   WHERE t.cluster_id = $1 AND t.tenant_id = $2 AND t.state = 'ACTIVE'
-    AND d.status IN ('pending', 'failed', 'replaying', 'delivering')
-    AND ((d.status IN ('pending', 'failed', 'replaying') AND d.next_attempt_at <= now())
-      OR (d.status = 'delivering' AND d.lease_until < now()))
+    AND d.status IN (${CLAIMABLE_SQL}) AND d.next_attempt_at <= now() AND ${freeSql('d')}
   ORDER BY d.next_attempt_at
   LIMIT $3
   FOR UPDATE OF d SKIP LOCKED
 ), leased AS (
   UPDATE deliveries d
-  SET status = 'delivering', lease_until = now() + $4::float8 * interval '1 millisecond', lease_owner = $5, updated_at = now()
+  SET lease_until = now() + $4::float8 * interval '1 millisecond', lease_owner = $5, updated_at = now()
   FROM cand WHERE d.id = cand.id
   RETURNING d.id, d.tenant_id, d.event_id, d.destination_id, d.attempt_count, d.replay_count, d.lease_until
 )

@@ -1,4 +1,5 @@
 import {
+  CLAIMABLE_SQL,
   decide,
   destinationSettings,
   ERROR_KINDS,
@@ -57,7 +58,7 @@ export function toSendResult(r: AttemptReport, bodyLimit: number): SendResult {
 const HELD_SQL = `
 SELECT d.id, d.tenant_id, d.event_id, d.attempt_count, d.replay_count, t.method, t.config
 FROM deliveries d JOIN destinations t ON t.id = d.destination_id
-WHERE d.id = ANY($1::text[]) AND t.cluster_id = $2 AND d.lease_owner = $3 AND d.status = 'delivering'`;
+WHERE d.id = ANY($1::text[]) AND t.cluster_id = $2 AND d.lease_owner = $3 AND d.status IN (${CLAIMABLE_SQL})`;
 
 /**
  * Records reported attempts exactly like direct ones (same retry policy, DLQ and event

@@ -1,4 +1,5 @@
 import { AppError } from '@hookline/errors';
+import { shownStatus } from '@hookline/delivery';
 import type { Prisma } from '@hookline/db';
 import type { AppContext } from '../context';
 import { findPage, readPage, readTimeRange, stringParam } from '../http/pagination';
@@ -31,12 +32,12 @@ export async function getEvent(app: AppContext, tenantId: string, id: string): P
   const row = await app.prisma.event.findFirst({ where: { id, tenantId } });
   if (!row) throw AppError.notFound('event');
   const [deliveries, payload] = await Promise.all([
-    app.prisma.delivery.findMany({ where: { eventId: id, tenantId }, orderBy: { id: 'asc' }, select: { id: true, destinationId: true, status: true, attemptCount: true } }),
+    app.prisma.delivery.findMany({ where: { eventId: id, tenantId }, orderBy: { id: 'asc' }, select: { id: true, destinationId: true, status: true, leaseUntil: true, attemptCount: true } }),
     app.prisma.eventPayload.count({ where: { eventId: id } }),
   ]);
   return eventToView(row, {
     payload_retained: payload > 0,
-    deliveries: deliveries.map((d) => ({ id: d.id, destination_id: d.destinationId, status: d.status, attempt_count: d.attemptCount })),
+    deliveries: deliveries.map((d) => ({ id: d.id, destination_id: d.destinationId, status: shownStatus(d.status, d.leaseUntil), attempt_count: d.attemptCount })),
   });
 }
 

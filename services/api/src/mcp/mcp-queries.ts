@@ -1,4 +1,5 @@
 import { AppError } from '@hookline/errors';
+import { shownStatusSql } from '@hookline/delivery';
 import { queueDepths } from '@hookline/queues';
 import { readClusterStatus } from '../edge/cluster-status';
 import type { McpDeps } from './mcp-deps';
@@ -37,7 +38,7 @@ export async function readiness(deps: McpDeps, tenantId: string): Promise<Row> {
   return { status: Object.values(domains).every((d) => d.ok) ? 'ready' : 'degraded', domains };
 }
 
-const DELIVERY_COLUMNS = `id, event_id, destination_id, flow_id, status::text AS status, attempt_count, replay_count, last_status_code, last_error,
+const DELIVERY_COLUMNS = `id, event_id, destination_id, flow_id, ${shownStatusSql('deliveries')} AS status, attempt_count, replay_count, last_status_code, last_error,
   next_attempt_at, created_at, updated_at, delivered_at, exhausted_at`;
 
 const OUTCOME: Record<string, string> = {
@@ -69,7 +70,7 @@ export async function listDeliveries(deps: McpDeps, tenantId: string, f: Deliver
   const limit = f.limit ?? 20;
   const { rows } = await deps.pool.query<Row>(
     `SELECT ${DELIVERY_COLUMNS} FROM deliveries
-      WHERE tenant_id = $1 AND ($2::text IS NULL OR status::text = $2) AND ($3::text IS NULL OR event_id = $3)
+      WHERE tenant_id = $1 AND ($2::text IS NULL OR ${shownStatusSql('deliveries')} = $2) AND ($3::text IS NULL OR event_id = $3)
         AND ($4::text IS NULL OR destination_id = $4) AND ($5::text IS NULL OR id < $5)
       ORDER BY id DESC LIMIT $6`,
     [tenantId, f.status ?? null, f.event_id ?? null, f.destination_id ?? null, f.cursor ?? null, limit + 1],

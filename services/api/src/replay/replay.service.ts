@@ -1,4 +1,5 @@
 import type { Pool } from '@hookline/db';
+import { freeSql, shownStatusSql } from '@hookline/delivery';
 import { AppError } from '@hookline/errors';
 import type { AppContext } from '../context';
 import { enqueueDeliveries, poolOf, type RequeueDeps } from './requeue';
@@ -14,13 +15,13 @@ export interface ReplayDeps extends RequeueDeps {
 
 export const replayDepsOf = (app: AppContext): ReplayDeps => ({ pool: app.pool, producer: app.producer, logger: app.logger, pools: app.config.pools });
 
-/** Retry: the event's failed/exhausted deliveries become due now (one more attempt each). */
+/** Retry: the event's failed/exhausted deliveries become due now (one more attempt each); one in flight (held) is left to its attempt. */
 export async function retryEvent(app: ReplayDeps, tenantId: string, eventId: string): Promise<string[]> {
   const { rows: evt } = await app.pool.query('SELECT 1 FROM events WHERE id = $1 AND tenant_id = $2', [eventId, tenantId]);
   if (!evt.length) throw AppError.notFound('event');
   const { rows } = await app.pool.query<{ id: string }>(
     `UPDATE deliveries SET status = 'pending', next_attempt_at = now(), lease_until = NULL, lease_owner = NULL, updated_at = now()
-      WHERE tenant_id = $1 AND event_id = $2 AND status IN ('failed', 'exhausted') RETURNING id`,
+      WHERE tenant_id = $1 AND event_id = $2 AND status IN ('failed', 'exhausted') AND ${freeSql('deliveries')} RETURNING id`,
     [tenantId, eventId],
   );
   if (!rows.length) throw new AppError('conflict', 'The event has no failed or exhausted deliveries to retry.');
@@ -83,7 +84,7 @@ export async function replayMatching(app: ReplayDeps, tenantId: string, f: Repla
 /** Why one delivery cannot be replayed, as the precise problem (404, or 409 with a reason). */
 async function explainRefusal(app: ReplayDeps, tenantId: string, id: string): Promise<AppError> {
   const { rows } = await app.pool.query<{ status: string; retained: boolean; dst_state: string }>(
-    `SELECT d.status, EXISTS (SELECT 1 FROM event_payloads p WHERE p.event_id = d.event_id) AS retained, t.state AS dst_state
+    `SELECT ${shownStatusSql('d')} AS status, EXISTS (SELECT 1 FROM event_payloads p WHERE p.event_id = d.event_id) AS retained, t.state AS dst_state
        FROM deliveries d JOIN destinations t ON t.id = d.destination_id WHERE d.id = $1 AND d.tenant_id = $2`,
     [id, tenantId],
   );

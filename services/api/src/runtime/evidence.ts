@@ -1,4 +1,5 @@
 import type { Prisma } from '@hookline/db';
+import { shownStatus } from '@hookline/delivery';
 import { receiptsByDelivery } from '@hookline/evidence';
 import type { AppContext } from '../context';
 import { deliveryWhere } from '../deliveries/delivery.queries';
@@ -49,7 +50,7 @@ export async function evidence(app: AppContext, tenantId: string, query: Record<
         event_type: d.event.type,
         correlation_id: d.event.correlationId,
         destination_id: d.destinationId,
-        outcome: d.status,
+        outcome: shownStatus(d.status, d.leaseUntil),
         attempts: d.attemptCount,
         replays: d.replayCount,
         final_status_code: d.lastStatusCode,

@@ -1,3 +1,4 @@
+import { shownStatusSql } from '@hookline/delivery';
 import { PROVIDERS } from '@hookline/signing';
 import type { AppContext } from '../context';
 import { iso } from '../lib/format';
@@ -8,7 +9,7 @@ SELECT
   (SELECT coalesce(json_object_agg(state, n), '{}') FROM (SELECT state, count(*) n FROM destinations WHERE tenant_id = $1 GROUP BY state) s) AS destinations,
   (SELECT coalesce(json_object_agg(state, n), '{}') FROM (SELECT state, count(*) n FROM delivery_flows WHERE tenant_id = $1 GROUP BY state) s) AS flows,
   (SELECT coalesce(json_object_agg(status, n), '{}') FROM (SELECT status, count(*) n FROM events WHERE tenant_id = $1 AND received_at > now() - interval '24 hours' GROUP BY status) s) AS events_24h,
-  (SELECT coalesce(json_object_agg(status, n), '{}') FROM (SELECT status, count(*) n FROM deliveries WHERE tenant_id = $1 AND created_at > now() - interval '24 hours' GROUP BY status) s) AS deliveries_24h,
+  (SELECT coalesce(json_object_agg(status, n), '{}') FROM (SELECT ${shownStatusSql('d')} AS status, count(*) n FROM deliveries d WHERE tenant_id = $1 AND created_at > now() - interval '24 hours' GROUP BY 1) s) AS deliveries_24h,
   (SELECT count(*) FROM deliveries WHERE tenant_id = $1 AND status = 'exhausted') AS dlq_size,
   (SELECT count(*) FROM ingest_rejections WHERE tenant_id = $1 AND created_at > now() - interval '24 hours') AS rejections_24h`;
 

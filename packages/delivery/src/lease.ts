@@ -1,0 +1,28 @@
+// A delivery is held (claimed by a deliverer, or leased to an edge agent) while its lease
+// runs: `lease_owner` names the holder and `lease_until` the end. A claim writes only
+// those two columns (and `updated_at`): the status stays pending, failed or replaying, so
+// the claim changes no indexed column and PostgreSQL updates the row in place (a HOT
+// update: no new index entries; `deliveries` has fillfactor 50 to leave room on each page).
+// Setting status `delivering` made every claim a new row version in all nine indexes.
+// The API shows a held delivery as `delivering` (shownStatusSql / shownStatus).
+
+/** Statuses a claim or a lease can take a delivery from; they are kept while it is held. */
+export const CLAIMABLE_STATUSES = ['pending', 'failed', 'replaying'] as const;
+export type ClaimableStatus = (typeof CLAIMABLE_STATUSES)[number];
+
+/** SQL list of CLAIMABLE_STATUSES, for `status IN (…)`. */
+export const CLAIMABLE_SQL = CLAIMABLE_STATUSES.map((s) => `'${s}'`).join(', ');
+
+/** SQL: the row `alias` is held by a live lease. */
+export const heldSql = (alias: string): string => `(${alias}.status IN (${CLAIMABLE_SQL}) AND ${alias}.lease_until > now())`;
+
+/** SQL: the row `alias` is free to claim or lease (no lease, or an expired one). */
+export const freeSql = (alias: string): string => `(${alias}.lease_until IS NULL OR ${alias}.lease_until <= now())`;
+
+/** SQL: the status the API shows for `alias` (`delivering` while held), as text. */
+export const shownStatusSql = (alias: string): string => `(CASE WHEN ${heldSql(alias)} THEN 'delivering' ELSE ${alias}.status::text END)`;
+
+/** The status the API shows: `delivering` while a live lease holds a claimable delivery. */
+export function shownStatus(status: string, leaseUntil: Date | null, now: Date = new Date()): string {
+  return leaseUntil !== null && leaseUntil > now && (CLAIMABLE_STATUSES as readonly string[]).includes(status) ? 'delivering' : status;
+}
