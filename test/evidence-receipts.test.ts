@@ -9,7 +9,7 @@ import { newId, parseDatabaseUrl } from '@hookline/db';
 import { createLogger } from '@hookline/logger';
 import {
   canonical, evidenceFor, receiptsByDelivery, evidenceKey, inclusionPath, inclusionProof, issueReceipts, leafHash, listMerkleRoots, listReceipts, merkleRoot, nodeHash,
-  sealWindow, startEvidenceSealer, SWEEP_EVERY_MS, verifyInclusion, verifyReceipt, type EvidenceBundle,
+  sealDueWindows, sealWindow, startEvidenceSealer, SWEEP_EVERY_MS, verifyInclusion, verifyReceipt, type EvidenceBundle,
 } from '@hookline/evidence';
 import { startReceiver, waitFor, type Receiver } from '@hookline/testing';
 import { createHarness, type Harness } from './deliverer-fixtures';
@@ -213,4 +213,26 @@ test('the CLI verifies a bundle file and refuses a tampered one', async () => {
   expect(ok.out).toContain('HMACs checked');
   expect(await cli(good, { SECRETS_KEY: 'not-the-key-that-signed-them' })).toMatchObject({ code: 1, out: expect.stringContaining('receipt_signature failed') });
   expect(await cli(bad)).toMatchObject({ code: 1, out: expect.stringContaining('FAIL') });
+});
+
+test('a window with more receipts than a root may hold is sealed into several roots, each receipt in one', async () => {
+  const pool = h.db.pool;
+  const dst = await h.destination(`${rx.url}/busy`);
+  const busy: string[] = [];
+  for (let i = 0; i < 5; i++) busy.push((await h.delivery(dst.id, { body: `{"busy":${i}}` })).deliveryId);
+  await h.run(busy);
+  expect(await issueReceipts(pool, key)).toBe(5);
+  const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM evidence_receipts WHERE merkle_root_id IS NULL');
+  const unsealed = rows[0]!.n;
+  expect(unsealed).toBeGreaterThanOrEqual(5);
+  // One window spanning decades (aligned to multiples of 10^12 ms), roots of at most 2 leaves.
+  const roots = await sealDueWindows(pool, key, { windowMs: 1e12, before: new Date(Date.now() + 1e12), maxLeaves: 2 });
+  expect(roots.map((r) => r.leaf_count)).toEqual([...Array(Math.floor(unsealed / 2)).fill(2), ...(unsealed % 2 ? [1] : [])]);
+  expect(new Set(roots.map((r) => r.window_start)).size).toBe(1);
+  const { rows: left } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM evidence_receipts WHERE merkle_root_id IS NULL');
+  expect(left[0]!.n).toBe(0);
+  for (const id of busy) {
+    const [bundle] = (await evidenceFor(pool, h.tenantId, id))!;
+    expect(verifyReceipt(bundle!.receipt, bundle!.proof!, bundle!.root!, { key: key.key }).valid).toBe(true);
+  }
 });
