@@ -53,7 +53,11 @@ export const deliveryView: JsonSchema = {
     event_id: { type: 'string' },
     flow_id: { type: 'string' },
     destination_id: { type: 'string' },
-    status: { type: 'string', enum: [...DELIVERY_STATUSES] },
+    status: {
+      type: 'string',
+      enum: [...DELIVERY_STATUSES],
+      description: 'delivering: a deliverer or edge agent holds it now (a live lease over a pending, failed or replaying delivery; ?status= filters follow the same rule)',
+    },
     attempt_count: { type: 'integer' },
     next_attempt_at: ts,
     last_status_code: { type: ['integer', 'null'] },
