@@ -6,9 +6,17 @@
 // Setting status `delivering` made every claim a new row version in all nine indexes.
 // The API shows a held delivery as `delivering` (shownStatusSql / shownStatus).
 
+import { randomIdString } from '@hookline/signing';
+
 /** Statuses a claim or a lease can take a delivery from; they are kept while it is held. */
 export const CLAIMABLE_STATUSES = ['pending', 'failed', 'replaying'] as const;
-export type ClaimableStatus = (typeof CLAIMABLE_STATUSES)[number];
+
+/**
+ * A new `lease_owner` for one claim or lease statement: `<holder>:<random>`, so that a
+ * holder can find what it leased by prefix (the deliverer's release at drain) while each
+ * statement's rows stay apart.
+ */
+export const newLeaseOwner = (holder: string): string => `${holder}:${randomIdString(6, 'hex')}`;
 
 /** SQL list of CLAIMABLE_STATUSES, for `status IN (…)`. */
 export const CLAIMABLE_SQL = CLAIMABLE_STATUSES.map((s) => `'${s}'`).join(', ');

@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import type { Pool } from '@hookline/db';
-import { createCoalescer, recordOwnedOutcomes, type OwnedOutcomes } from '@hookline/delivery';
+import { createCoalescer, newLeaseOwner, recordOwnedOutcomes, type OwnedOutcomes } from '@hookline/delivery';
 import { claimDeliveries, type ClaimedDelivery } from './claim-deliveries';
 
 export interface Claim {
@@ -34,7 +33,7 @@ export interface CoalesceSettings {
 export function createCoalescedDb(pool: Pool, s: CoalesceSettings): CoalescedDb {
   const claim = createCoalescer<string[], Claim>(
     async (inputs) => {
-      const leaseOwner = `${s.instanceId}:${randomBytes(6).toString('hex')}`;
+      const leaseOwner = newLeaseOwner(s.instanceId);
       const rows = await claimDeliveries(pool, { deliveryIds: [...new Set(inputs.flat())], leaseOwner, leaseMs: s.leaseMs, slackMs: s.claimSlackMs });
       const byId = new Map(rows.map((r) => [r.id, r]));
       // Two jobs naming the same delivery: the first one gets it.

@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import type { Pool } from '@hookline/db';
-import { CLAIMABLE_SQL, freeSql, decide, destinationSettings, recordOutcomes, type DeliveryPolicy, type Outcome, type SendResult } from '@hookline/delivery';
+import { CLAIMABLE_SQL, freeSql, newLeaseOwner, decide, destinationSettings, recordOutcomes, type DeliveryPolicy, type Outcome, type SendResult } from '@hookline/delivery';
 import { withTryLock } from '@hookline/db';
 
 export interface EdgeWaitInput {
@@ -56,7 +55,7 @@ FROM taken k JOIN destinations t ON t.id = k.destination_id`;
  * the ordinary policy (retry with backoff, then the DLQ). Returns how many, or null.
  */
 export async function sweepEdgeWaits(deps: { pool: Pool; policy: DeliveryPolicy }, input: EdgeWaitInput): Promise<number | null> {
-  const leaseOwner = `edge-wait:${input.instanceId}:${randomBytes(6).toString('hex')}`;
+  const leaseOwner = newLeaseOwner(`edge-wait:${input.instanceId}`);
   const rows = await withTryLock(deps.pool, 'hookline-edge-wait', async (client) => {
     const { rows } = await client.query<Row>(TAKE_SQL, [input.connectedWindowMs, input.waitLimitMs, input.batchSize, leaseOwner]);
     return rows;

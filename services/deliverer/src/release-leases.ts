@@ -1,7 +1,7 @@
 import type { Pool } from '@hookline/db';
 
 // Deliveries this process still holds, among the ids of its unfinished jobs, go back: the
-// lease dropped, due now. The lease owner is `<instance id>:<random>` (coalesced-db),
+// lease dropped, due now. The lease owner is `<instance id>:<random>` (newLeaseOwner),
 // hence the prefix match.
 export const RELEASE_SQL = `UPDATE deliveries SET lease_until = NULL, lease_owner = NULL, next_attempt_at = now(), updated_at = now()
 WHERE id = ANY($2::text[]) AND left(lease_owner, length($1)) = $1

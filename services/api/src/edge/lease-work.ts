@@ -1,5 +1,4 @@
-import { randomBytes } from 'node:crypto';
-import { CLAIMABLE_SQL, freeSql, basicAuth, buildHeaders, sendContextSelect, type SendContextColumns, decide, destinationSettings, recordOutcomes, type DestinationSettings, type Outcome, type WorkItem } from '@hookline/delivery';
+import { CLAIMABLE_SQL, freeSql, newLeaseOwner, basicAuth, buildHeaders, sendContextSelect, type SendContextColumns, decide, destinationSettings, recordOutcomes, type DestinationSettings, type Outcome, type WorkItem } from '@hookline/delivery';
 import type { EdgeCluster } from './edge-auth';
 import type { EdgeDeps } from './edge-deps';
 
@@ -72,7 +71,7 @@ function toItem(deps: EdgeDeps, r: Row & { body: Buffer }, leaseOwner: string, l
  * attempt is recorded here (`payload_missing`, to the DLQ), as the deliverer does.
  */
 export async function leaseWork(deps: EdgeDeps, cluster: EdgeCluster, input: { agentId: string; max: number }): Promise<WorkItem[]> {
-  const leaseOwner = `edge:${input.agentId}:${randomBytes(6).toString('hex')}`;
+  const leaseOwner = newLeaseOwner(`edge:${input.agentId}`);
   const { rows } = await deps.pool.query<Row>(LEASE_SQL, [cluster.id, cluster.tenantId, input.max, deps.config.EDGE_LEASE_MS, leaseOwner]);
   if (rows.length === 0) return [];
   const items: WorkItem[] = [];
