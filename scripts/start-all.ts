@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import { loadConfig, baseEnv } from '@hookline/config';
 import { migrate } from '@hookline/db';
 import { bundleEntry, bundlePath } from './lib/bundle';
+import { serviceNodeOptions } from './lib/entries';
 import { ensureLocalDeps } from './lib/local-deps';
 
 const ROOT = resolve(__dirname, '..');
@@ -37,7 +38,7 @@ async function main(): Promise<void> {
   log(applied.length ? `${applied.length} migration(s) applied` : 'database schema is up to date');
   for (const s of SERVICES) await bundleEntry(entryOf(s.name), bundlePath(entryOf(s.name)));
   log(`bundled ${SERVICES.map((s) => s.name).join(', ')} into dist/`);
-  const env: NodeJS.ProcessEnv = { ...process.env };
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: serviceNodeOptions(process.env.NODE_OPTIONS) };
   if (env.SSRF_ALLOWLIST === undefined) {
     // Local runs deliver to local receivers; deployments leave this empty (protection on).
     env.SSRF_ALLOWLIST = '127.0.0.0/8,::1/128';

@@ -9,6 +9,7 @@ import {
   composeProcessProblems,
   composeRedisProblems,
   dockerfileProblems,
+  startScriptProblems,
   interpolate,
   readCompose,
   type ComposeFile,
@@ -56,6 +57,15 @@ test('the image contains every entry file that compose and the manifests run', a
   expect(dockerfileProblems(DOCKERFILE, entries)).toEqual([]);
 });
 
+test('pnpm start:<service> runs the bundle with the same V8 flags as the image', () => {
+  const pkg = JSON.parse(readFileSync(resolve(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  expect(startScriptProblems(pkg.scripts, ['api', 'ingest', 'router', 'deliverer'])).toEqual([]);
+  const broken = { ...pkg.scripts, 'start:router': pkg.scripts['start:router']!.replace(/ --max-semi-space-size=\d+/, '') };
+  expect(startScriptProblems(broken, ['router'])).toEqual([
+    'package.json: start:router must end with `&& node --max-old-space-size=256 --max-semi-space-size=8 scripts/launch.cjs services/router/src/main.ts`',
+  ]);
+});
+
 describe('the checks find a broken compose file', () => {
   test('unread or invalid variables, a wrong port, a missing entry, a short grace period', async () => {
     const c = compose();
@@ -90,6 +100,12 @@ describe('the checks find a broken compose file', () => {
     expect(text).toMatch(/edge: DATABASE_URL is set but hookline-edge does not read it/);
     expect(text).toMatch(/edge: hookline-edge: EDGE_MAX_IN_FLIGHT must be >= 1/);
     expect(composeEdgeProblems(c)).toEqual(['edge: must be built from packages/edge/Dockerfile with the repository as context']);
+  });
+
+  test('an image without the services\' V8 flags', () => {
+    expect(dockerfileProblems(DOCKERFILE.replace(/^ENV NODE_OPTIONS=.*$/m, ''), [])).toEqual([
+      'Dockerfile: the final stage must set ENV NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=8" (SERVICE_NODE_OPTIONS in scripts/lib/entries.ts)',
+    ]);
   });
 
   test('an entry the image does not contain', () => {

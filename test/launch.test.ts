@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { shippedCommand } from '@hookline/testing';
-import { ENTRIES } from '../scripts/lib/entries';
+import { ENTRIES, SERVICE_NODE_OPTIONS, serviceNodeOptions } from '../scripts/lib/entries';
 
 const ROOT = resolve(__dirname, '..');
 
@@ -24,10 +24,22 @@ test('the launcher runs the bundle as the main module, passes the arguments on, 
   const shipped = await shippedCommand('test/fixtures/launch-probe.ts');
   const r = await run(shipped.command, [...shipped.args, '--flag', 'x'], shipped.env);
   expect(r.code).toBe(1);
-  const report = JSON.parse(r.out.trim()) as { isMain: boolean; argv1: string; args: string[] };
+  const { heapLimitMb, ...report } = JSON.parse(r.out.trim()) as { isMain: boolean; argv1: string; args: string[]; heapLimitMb: number };
   expect(report).toEqual({ isMain: true, argv1: join(shipped.env['HOOKLINE_DIST_DIR']!, 'test/fixtures/launch-probe.js'), args: ['--flag', 'x'] });
+  // SERVICE_NODE_OPTIONS: a 256 MB old space (the limit adds the young generation).
+  expect(heapLimitMb).toBeGreaterThanOrEqual(256);
+  expect(heapLimitMb).toBeLessThan(400);
   expect(r.err).toContain('probe failure');
   expect(r.err).toMatch(/failHere \(.*test\/fixtures\/launch-probe\.ts:4:\d+\)/);
+});
+
+test("the services' V8 flags come first, so that the user's NODE_OPTIONS overrides them", async () => {
+  expect(serviceNodeOptions(undefined)).toBe(SERVICE_NODE_OPTIONS);
+  expect(serviceNodeOptions('  ')).toBe(SERVICE_NODE_OPTIONS);
+  expect(serviceNodeOptions('--max-old-space-size=1024 --trace-gc')).toBe(`${SERVICE_NODE_OPTIONS} --max-old-space-size=1024 --trace-gc`);
+  const shipped = await shippedCommand('test/fixtures/launch-probe.ts');
+  const r = await run(shipped.command, shipped.args, { ...shipped.env, NODE_OPTIONS: serviceNodeOptions('--max-old-space-size=1024') });
+  expect((JSON.parse(r.out.trim()) as { heapLimitMb: number }).heapLimitMb).toBeGreaterThanOrEqual(1024);
 });
 
 test('a missing bundle stops the launcher with exit 2, naming `pnpm build`', async () => {

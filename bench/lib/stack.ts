@@ -6,6 +6,7 @@ import { resolve } from 'node:path';
 import { Client } from 'pg';
 import { createPool, migrate, parseDatabaseUrl, type Pool } from '@hookline/db';
 import { flushPrefix, freePort, waitFor } from '@hookline/testing';
+import { serviceNodeOptions } from '../../scripts/lib/entries';
 import { nodeTs, onInterrupt, ROOT, startChild, type Child } from './children';
 
 export const SERVICES = ['api', 'ingest', 'router', 'deliverer'] as const;
@@ -84,7 +85,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       const entry = `services/${name}/src/main.ts`;
       const [cmd, args] = opts.distDir ? [process.execPath, [...flags, resolve(ROOT, 'scripts/launch.cjs'), entry]] : nodeTs(entry, flags);
       const dist = opts.distDir ? { HOOKLINE_DIST_DIR: opts.distDir } : {};
-      const child = startChild(name, cmd, args, { env: { ...process.env, ...env, ...dist, PORT: String(ports[name]) } });
+      const nodeOptions = serviceNodeOptions(env.NODE_OPTIONS ?? process.env.NODE_OPTIONS);
+      const child = startChild(name, cmd, args, { env: { ...process.env, ...env, ...dist, NODE_OPTIONS: nodeOptions, PORT: String(ports[name]) } });
       children[name] = child;
       const base = `http://127.0.0.1:${ports[name]}`;
       await waitFor(

@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse } from 'yaml';
-import { ENTRIES } from '../../scripts/lib/entries';
+import { ENTRIES, SERVICE_NODE_OPTIONS } from '../../scripts/lib/entries';
 import { REPO_ROOT } from './kustomize-lite';
 import { contractFor, EDGE_CONTRACT, effectiveConfig, envProblems, type ProcessContract } from './process-env';
 
@@ -130,12 +130,25 @@ export function dockerfileProblems(dockerfile: string, entries: string[]): strin
   const problems: string[] = [];
   if (!/^ENTRYPOINT \["node", "\/app\/scripts\/launch\.cjs"\]$/m.test(dockerfile)) problems.push('Dockerfile: ENTRYPOINT must be ["node", "/app/scripts/launch.cjs"], the manifests pass the entry file as args');
   if (!/^RUN pnpm build$/m.test(dockerfile)) problems.push('Dockerfile: must RUN pnpm build (the launcher runs the bundles in dist/)');
+  const runStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+  if (!runStage.includes(`\nENV NODE_OPTIONS="${SERVICE_NODE_OPTIONS}"\n`)) problems.push(`Dockerfile: the final stage must set ENV NODE_OPTIONS="${SERVICE_NODE_OPTIONS}" (SERVICE_NODE_OPTIONS in scripts/lib/entries.ts)`);
   for (const entry of entries) {
     if (!(ENTRIES as readonly string[]).includes(entry)) problems.push(`Dockerfile: ${entry} is not bundled by pnpm build (ENTRIES in scripts/lib/entries.ts)`);
   }
   const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+)$/gm)].flatMap((m) => m[1]!.trim().split(/\s+/).slice(0, -1));
   for (const entry of entries) {
     if (!copied.some((src) => entry === src || entry.startsWith(`${src.replace(/\/$/, '')}/`))) problems.push(`Dockerfile: ${entry} is not copied into the image`);
+  }
+  return problems;
+}
+
+/** `pnpm start:<service>` runs the service's bundle as the image does, with the image's V8 flags. */
+export function startScriptProblems(scripts: Record<string, string>, services: readonly string[]): string[] {
+  const problems: string[] = [];
+  for (const name of services) {
+    const entry = `services/${name}/src/main.ts`;
+    const want = `node ${SERVICE_NODE_OPTIONS} scripts/launch.cjs ${entry}`;
+    if (!scripts[`start:${name}`]?.endsWith(`&& ${want}`)) problems.push(`package.json: start:${name} must end with \`&& ${want}\``);
   }
   return problems;
 }

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { bundleEntry, bundlePath } from '../../../scripts/lib/bundle';
+import { serviceNodeOptions } from '../../../scripts/lib/entries';
 
 const ROOT = resolve(__dirname, '../../..');
 let distDir: string | undefined;
@@ -23,7 +24,7 @@ function dist(): string {
 export interface ShippedCommand {
   command: string;
   args: string[];
-  /** HOOKLINE_DIST_DIR: where the launcher finds the bundle. */
+  /** HOOKLINE_DIST_DIR: where the launcher finds the bundle; NODE_OPTIONS: the image's V8 flags. */
   env: Record<string, string>;
 }
 
@@ -41,8 +42,9 @@ export async function shippedDist(entries: readonly string[]): Promise<string> {
   return dir;
 }
 
-/** `node scripts/launch.cjs <entry>`, with the entry bundled first. */
+/** `node scripts/launch.cjs <entry>` with the image's NODE_OPTIONS, the entry bundled first. */
 export async function shippedCommand(entry: string): Promise<ShippedCommand> {
   const dir = await shippedDist([entry]);
-  return { command: process.execPath, args: [resolve(ROOT, 'scripts/launch.cjs'), entry], env: { HOOKLINE_DIST_DIR: dir } };
+  const env = { HOOKLINE_DIST_DIR: dir, NODE_OPTIONS: serviceNodeOptions(process.env.NODE_OPTIONS) };
+  return { command: process.execPath, args: [resolve(ROOT, 'scripts/launch.cjs'), entry], env };
 }
