@@ -194,6 +194,34 @@ test('passes look back a short while; the periodic sweep finds an attempt that c
   expect((await receiptsByDelivery(pool, h.tenantId, [late.deliveryId])).get(late.deliveryId)).toHaveLength(1);
 });
 
+test('a pass does not look up again the attempts that the previous pass covered', async () => {
+  const pool = h.db.pool;
+  const dst = await h.destination(`${rx.url}/covered`);
+  const one = await h.delivery(dst.id, { body: '{"order":6}' });
+  await h.run([one.deliveryId]);
+  const { rows: [attempt] } = await pool.query<{ id: string }>('SELECT id FROM delivery_attempts WHERE delivery_id = $1', [one.deliveryId]);
+  // issueReceipts: an id in `covered` is skipped; every page is reported once it is covered.
+  const pages: string[][] = [];
+  expect(await issueReceipts(pool, key, { covered: new Set([attempt!.id]), onCovered: (ids) => pages.push(ids) })).toBe(0);
+  expect(pages.flat()).toContain(attempt!.id);
+  expect((await receiptsByDelivery(pool, h.tenantId, [one.deliveryId])).get(one.deliveryId) ?? []).toHaveLength(0);
+
+  // The sealer: the first pass issues the receipt and remembers the attempt. Its receipt is
+  // then removed behind the sealer's back: the next pass (whose range overlaps) does not
+  // look the attempt up again, the next sweep does.
+  const sealer = startEvidenceSealer({ pool, logger: createLogger('evidence-test', 'error'), key, windowMs: 3_600_000, graceMs: 100 }, 3_600_000);
+  try {
+    const t = new Date(Date.now() + 1000);
+    expect((await sealer.tick(t))!.issued).toBe(1);
+    await pool.query('DELETE FROM evidence_receipts WHERE attempt_id = $1', [attempt!.id]);
+    expect((await sealer.tick(new Date(t.getTime() + 2_000)))!.issued).toBe(0);
+    expect((await sealer.tick(new Date(t.getTime() + SWEEP_EVERY_MS + 1)))!.issued).toBe(1);
+  } finally {
+    await sealer.stop();
+  }
+  expect((await receiptsByDelivery(pool, h.tenantId, [one.deliveryId])).get(one.deliveryId)).toHaveLength(1);
+});
+
 test('the CLI verifies a bundle file and refuses a tampered one', async () => {
   const bundles = (await listReceipts(h.db.pool, h.tenantId, { limit: 100 })).receipts.filter((b) => b.proof);
   const dir = mkdtempSync(join(tmpdir(), 'evidence-'));

@@ -33,6 +33,26 @@ export interface EvidenceSealer {
 // so that each is small: a pass every 15 s was a CPU burst that stalled deliveries.
 export const LOOKBACK_MS = 5_000;
 export const SWEEP_EVERY_MS = 10 * 60_000;
+/**
+ * The most recent attempt ids of the previous pass kept in memory (about 90 bytes each) so
+ * that the next pass does not look them up again: its range overlaps the previous one, and
+ * each attempt was probed three to four times. Sweeps look everything up.
+ */
+export const MAX_COVERED_IDS = 100_000;
+
+/** The newest pages of attempt ids of one pass, at most `max` ids (a larger page is not kept). */
+export function coveredIds(max: number): { add(ids: string[]): void; set(): Set<string> } {
+  const pages: string[][] = [];
+  let count = 0;
+  return {
+    add(ids) {
+      pages.push(ids);
+      count += ids.length;
+      while (count > max && pages.length) count -= pages.shift()!.length;
+    },
+    set: () => new Set(pages.flat()),
+  };
+}
 
 /**
  * Issues receipts for new delivery attempts and seals windows that have ended, every
@@ -43,6 +63,7 @@ export const SWEEP_EVERY_MS = 10 * 60_000;
 export function startEvidenceSealer(deps: SealerDeps, intervalMs: number): EvidenceSealer {
   let lastPass: Date | null = null;
   let lastSweep: Date | null = null;
+  let covered = new Set<string>();
   let running: Promise<unknown> = Promise.resolve();
   let stopped = false;
 
@@ -56,7 +77,10 @@ export function startEvidenceSealer(deps: SealerDeps, intervalMs: number): Evide
         const sweep = !lastSweep || now.getTime() - lastSweep.getTime() >= SWEEP_EVERY_MS;
         const from = sweep ? lastSweep && lastSweep.getTime() - SWEEP_EVERY_MS : lastPass && lastPass.getTime() - LOOKBACK_MS;
         const since = from ? new Date(from) : undefined;
-        const issued = await issueReceipts(deps.pool, deps.key, { since, now });
+        const seen = coveredIds(MAX_COVERED_IDS);
+        // A sweep looks every attempt of its range up: it is the backstop.
+        const issued = await issueReceipts(deps.pool, deps.key, { since, now, covered: sweep ? undefined : covered, onCovered: seen.add });
+        covered = seen.set();
         const roots = await sealDueWindows(deps.pool, deps.key, { windowMs: deps.windowMs, before: new Date(now.getTime() - deps.graceMs) });
         lastPass = now;
         if (sweep) lastSweep = now;
