@@ -1,13 +1,12 @@
 // `pnpm chaos`: the stack on a private Redis and PostgreSQL, a provider that retries, flaky
 // receivers, and a schedule of kill -9s and restarts; then a check that nothing
 // acknowledged was lost. Exits 1 on any loss.
-import { shippedDist } from '@hookline/testing';
 import { ApiClient, type HookSetup } from './lib/api-client';
 import { stopAll } from './lib/children';
 import { startHelper } from './lib/helper';
 import { machineInfo, redact } from './lib/machine';
 import { writeReport } from './lib/report';
-import { SERVICES, startStack } from './lib/stack';
+import { startStack } from './lib/stack';
 import { runChaosLoad, type Outage } from './chaos/chaos-load';
 import { parseChaosOptions } from './chaos/chaos-options';
 import { planFaults, runFaults } from './chaos/faults';
@@ -43,8 +42,7 @@ async function main(): Promise<number> {
     ...o.serviceEnv,
   };
   log('starting Hookline (as shipped: the bundles of `pnpm build`)…');
-  const distDir = await shippedDist(SERVICES.map((s) => `services/${s}/src/main.ts`));
-  const stack = await startStack({ label: 'chaos', databaseUrl: pg?.url ?? o.sharedDatabaseUrl, redisUrl: redis.url, env, distDir });
+  const stack = await startStack({ label: 'chaos', databaseUrl: pg?.url ?? o.sharedDatabaseUrl, redisUrl: redis.url, env, shipped: true });
   const rx = await startHelper<{ port: number }>('chaos-receiver', 'bench/procs/chaos-receiver.main.ts', { CHAOS_FAIL_RATE: String(o.failRate), CHAOS_SLOW_MS: String(o.timeoutMs * 2) });
   const api = await ApiClient.forNewTenant(stack.apiUrl, stack.pool);
   const hooks: HookSetup[] = [];

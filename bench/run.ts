@@ -1,6 +1,5 @@
 // `pnpm bench`: Hookline's four services as separate processes, a local receiver, a load
 // generator, then the same measurements on two baselines; a table and a JSON report.
-import { shippedDist } from '@hookline/testing';
 import { ALL_PHASES, ALL_SYSTEMS, parseBenchOptions, type BenchOptions } from './lib/bench-options';
 import { startAfternoon, startBare, AFTERNOON_CONCURRENCY, type RunningSut } from './lib/baselines';
 import { stopAll } from './lib/children';
@@ -74,8 +73,7 @@ async function main(): Promise<void> {
 
   if (o.systems.includes('hookline')) {
     process.stderr.write('starting Hookline (migrations, api, ingest, router, deliverer)…\n');
-    const distDir = o.runtime === 'bundle' ? await shippedDist(SERVICES.map((s) => `services/${s}/src/main.ts`)) : undefined;
-    const h = await startHookline({ databaseUrl: o.databaseUrl, redisUrl: o.redisUrl, env: o.serviceEnv, cpuProfDir: o.cpuProfDir, distDir, receiverUrl: rxUrl, fanouts: o.fanouts, destinationConfig });
+    const h = await startHookline({ databaseUrl: o.databaseUrl, redisUrl: o.redisUrl, env: o.serviceEnv, cpuProfDir: o.cpuProfDir, shipped: o.runtime === 'bundle', receiverUrl: rxUrl, fanouts: o.fanouts, destinationConfig });
     current = h;
     report.config['stackEnv'] = redact(h.stack.env);
     report.config['services'] = effectiveServiceConfig(SERVICES, h.stack.env);

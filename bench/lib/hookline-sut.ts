@@ -10,8 +10,8 @@ export interface HooklineSut extends RunningSut {
   hooks: Record<number, HookSetup>;
 }
 
-export async function startHookline(o: { databaseUrl: string; redisUrl: string; env: Record<string, string>; cpuProfDir: string | null; distDir?: string; receiverUrl: string; fanouts: number[]; destinationConfig: Record<string, unknown> }): Promise<HooklineSut> {
-  const stack = await startStack({ label: 'bench', databaseUrl: o.databaseUrl, redisUrl: o.redisUrl, env: o.env, cpuProfDir: o.cpuProfDir ?? undefined, distDir: o.distDir });
+export async function startHookline(o: { databaseUrl: string; redisUrl: string; env: Record<string, string>; cpuProfDir: string | null; shipped: boolean; receiverUrl: string; fanouts: number[]; destinationConfig: Record<string, unknown> }): Promise<HooklineSut> {
+  const stack = await startStack({ label: 'bench', databaseUrl: o.databaseUrl, redisUrl: o.redisUrl, env: o.env, cpuProfDir: o.cpuProfDir ?? undefined, shipped: o.shipped });
   try {
     const api = await ApiClient.forNewTenant(stack.apiUrl, stack.pool);
     const hooks: Record<number, HookSetup> = {};

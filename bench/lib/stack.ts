@@ -5,9 +5,9 @@ import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Client } from 'pg';
 import { createPool, migrate, parseDatabaseUrl, type Pool } from '@hookline/db';
-import { flushPrefix, freePort, waitFor } from '@hookline/testing';
+import { flushPrefix, freePort, shippedCommand, waitFor } from '@hookline/testing';
 import { serviceNodeOptions } from '../../scripts/lib/entries';
-import { nodeTs, onInterrupt, ROOT, startChild, type Child } from './children';
+import { nodeTs, onInterrupt, startChild, type Child } from './children';
 
 export const SERVICES = ['api', 'ingest', 'router', 'deliverer'] as const;
 export type ServiceName = (typeof SERVICES)[number];
@@ -20,8 +20,8 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Write a V8 CPU profile of each service into this folder on exit. */
   cpuProfDir?: string;
-  /** Run the services from the bundles in this folder (scripts/launch.cjs, as the image does) instead of the TypeScript sources via tsx. */
-  distDir?: string;
+  /** Run the services as the image does (their bundles through scripts/launch.cjs) instead of the TypeScript sources via tsx. */
+  shipped?: boolean;
   readyTimeoutMs?: number;
 }
 
@@ -83,10 +83,11 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       // One folder per service: the tsx loader's hooks thread writes a profile of its own.
       const flags = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(opts.cpuProfDir, name)}`] : [];
       const entry = `services/${name}/src/main.ts`;
-      const [cmd, args] = opts.distDir ? [process.execPath, [...flags, resolve(ROOT, 'scripts/launch.cjs'), entry]] : nodeTs(entry, flags);
-      const dist = opts.distDir ? { HOOKLINE_DIST_DIR: opts.distDir } : {};
-      const nodeOptions = serviceNodeOptions(env.NODE_OPTIONS ?? process.env.NODE_OPTIONS);
-      const child = startChild(name, cmd, args, { env: { ...process.env, ...env, ...dist, NODE_OPTIONS: nodeOptions, PORT: String(ports[name]) } });
+      const userNodeOptions = env.NODE_OPTIONS ?? process.env.NODE_OPTIONS;
+      const shipped = opts.shipped ? await shippedCommand(entry, userNodeOptions) : null;
+      const [cmd, args] = shipped ? [shipped.command, [...flags, ...shipped.args]] : nodeTs(entry, flags);
+      const launch = shipped?.env ?? { NODE_OPTIONS: serviceNodeOptions(userNodeOptions) };
+      const child = startChild(name, cmd, args, { env: { ...process.env, ...env, ...launch, PORT: String(ports[name]) } });
       children[name] = child;
       const base = `http://127.0.0.1:${ports[name]}`;
       await waitFor(

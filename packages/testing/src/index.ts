@@ -5,4 +5,4 @@ export { startService, type ServiceProcess, type ServiceName } from './service-p
 export { seedTenant, type SeededTenant } from './seed';
 export { waitFor } from './wait-for';
 export { freePort } from './free-port';
-export { shippedCommand, shippedDist, type ShippedCommand } from './shipped';
+export { shippedCommand, type ShippedCommand } from './shipped';

@@ -28,23 +28,24 @@ export interface ShippedCommand {
   env: Record<string, string>;
 }
 
-/** Bundles these entries (once per process) and returns their dist folder (HOOKLINE_DIST_DIR for the launcher). */
-export async function shippedDist(entries: readonly string[]): Promise<string> {
+/** Bundles the entry (once per process) and returns the dist folder (HOOKLINE_DIST_DIR for the launcher). */
+async function bundled(entry: string): Promise<string> {
   const dir = dist();
-  for (const entry of entries) {
-    let build = builds.get(entry);
-    if (!build) {
-      build = bundleEntry(entry, bundlePath(entry, dir));
-      builds.set(entry, build);
-    }
-    await build;
+  let build = builds.get(entry);
+  if (!build) {
+    build = bundleEntry(entry, bundlePath(entry, dir));
+    builds.set(entry, build);
   }
+  await build;
   return dir;
 }
 
-/** `node scripts/launch.cjs <entry>` with the image's NODE_OPTIONS, the entry bundled first. */
-export async function shippedCommand(entry: string): Promise<ShippedCommand> {
-  const dir = await shippedDist([entry]);
-  const env = { HOOKLINE_DIST_DIR: dir, NODE_OPTIONS: serviceNodeOptions(process.env.NODE_OPTIONS) };
+/**
+ * `node scripts/launch.cjs <entry>` with the image's NODE_OPTIONS (then `userNodeOptions`,
+ * which win), the entry bundled first.
+ */
+export async function shippedCommand(entry: string, userNodeOptions = process.env.NODE_OPTIONS): Promise<ShippedCommand> {
+  const dir = await bundled(entry);
+  const env = { HOOKLINE_DIST_DIR: dir, NODE_OPTIONS: serviceNodeOptions(userNodeOptions) };
   return { command: process.execPath, args: [resolve(ROOT, 'scripts/launch.cjs'), entry], env };
 }
