@@ -206,7 +206,8 @@ test('fan-out: the event is failed while one delivery waits for a retry, deliver
   const dFlaky = await h.destination(flaky.url, { config: { retry_schedule_ms: [600] } });
   const first = await h.delivery(dOk.id);
   const flowId = (await h.db.pool.query('SELECT flow_id FROM deliveries WHERE id = $1', [first.deliveryId])).rows[0].flow_id;
-  const second = 'dlv_' + first.deliveryId.slice(4, -1) + 'z';
+  // A sibling id: the same id with its last character changed (never equal to the first).
+  const second = first.deliveryId.slice(0, -1) + (first.deliveryId.endsWith('z') ? 'y' : 'z');
   await h.db.pool.query(`INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id) VALUES ($1, $2, $3, $4 || 'b', $5)`, [second, h.tenantId, first.eventId, flowId, dFlaky.id]);
   await h.run([first.deliveryId, second]);
   expect((await h.event(first.eventId)).status).toBe('failed');
