@@ -173,6 +173,30 @@ describe('routeEvents filters', () => {
     expect((await eventState(db.pool, e)).status_reason).toBe(expected ? null : 'filter_rejected');
   });
 
+  it('reads stored requests only for events a filter looks at, and filters those by their body in the same batch', async () => {
+    const all = await ingesterWithFlows({});
+    const filtered = await ingesterWithFlows({ match: { 'body.kind': 'wanted' } });
+    const plain = await insertEvent(db.pool, { tenantId, ingesterId: all.ingesterId });
+    const wanted = await insertEvent(db.pool, { tenantId, ingesterId: filtered.ingesterId, body: JSON.stringify({ kind: 'wanted' }) });
+    const unwanted = await insertEvent(db.pool, { tenantId, ingesterId: filtered.ingesterId, body: JSON.stringify({ kind: 'other' }) });
+    // The real pool, watched: which event ids the payload read asked for.
+    const asked: string[][] = [];
+    const pool = new Proxy(db.pool, {
+      get: (target, prop, receiver) =>
+        prop === 'query'
+          ? (text: string, values?: unknown[]) => {
+              if (text.includes('FROM event_payloads')) asked.push([...(values![0] as string[])].sort());
+              return target.query(text, values);
+            }
+          : Reflect.get(target, prop, receiver),
+    });
+    const out = await routeEvents({ ...deps, pool }, { eventIds: [plain, wanted, unwanted] });
+    expect(asked).toEqual([[wanted, unwanted].sort()]);
+    expect(out).toMatchObject({ routed: 3, unmatched: 1 });
+    expect((await deliveriesOf(db.pool, [plain, wanted, unwanted])).map((r) => r.event_id).sort()).toEqual([plain, wanted].sort());
+    expect((await eventState(db.pool, unwanted)).status_reason).toBe('filter_rejected');
+  });
+
   it('filters form-encoded bodies (Twilio) as fields', async () => {
     const { ingesterId } = await ingesterWithFlows({ match: { 'body.SmsStatus': 'delivered', 'body.From': { $startsWith: '+1' } } });
     const e = await insertEvent(db.pool, { tenantId, ingesterId, contentType: 'application/x-www-form-urlencoded', body: 'SmsStatus=delivered&From=%2B15551234567' });

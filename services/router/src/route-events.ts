@@ -1,10 +1,10 @@
-import { newId, withTransaction, type Pool } from '@hookline/db';
+import { newId, type Pool } from '@hookline/db';
 import { buildFilterDocument, type FilterDocument } from '@hookline/filters';
 import type { Logger } from '@hookline/logger';
 import type { Metrics } from '@hookline/observability';
 import { deliverQueueName, type Producer } from '@hookline/queues';
 import type { ActiveFlow, FlowCache } from './flow-cache';
-import { loadValidatedEvents, type RoutableEvent } from './load-events';
+import { loadPayloads, loadValidatedEvents, type EventPayload, type RoutableEvent } from './load-events';
 import { FILTER_REASONS, type FilterReason } from './reasons';
 
 export interface RouteDeps {
@@ -46,19 +46,26 @@ interface NewDelivery {
   destinationId: string;
 }
 
-const INSERT_DELIVERIES = `INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, status, next_attempt_at, created_at, updated_at)
-  SELECT u.id, u.tenant_id, u.event_id, u.flow_id, u.destination_id, 'pending', now(), now(), now()
-  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(id, tenant_id, event_id, flow_id, destination_id)
-  ON CONFLICT (event_id, flow_id) DO NOTHING
-  RETURNING id`;
-
-const MARK_FILTERED = `UPDATE events e SET status = 'filtered', filtered_at = now(), updated_at = now(), status_reason = u.reason
-  FROM unnest($1::text[], $2::text[]) AS u(id, reason)
-  WHERE e.id = u.id AND e.status = 'validated'`;
+// One statement, so one round trip and atomic without BEGIN/COMMIT: the deliveries (the
+// (event, flow) key stops a second one when a job repeats) and the events' move from
+// `validated` to `filtered`. With no delivery to make, the INSERT gets empty arrays.
+const ROUTE = `WITH created AS (
+    INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, status, next_attempt_at, created_at, updated_at)
+    SELECT u.id, u.tenant_id, u.event_id, u.flow_id, u.destination_id, 'pending', now(), now(), now()
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(id, tenant_id, event_id, flow_id, destination_id)
+    ON CONFLICT (event_id, flow_id) DO NOTHING
+    RETURNING id
+  ), marked AS (
+    UPDATE events e SET status = 'filtered', filtered_at = now(), updated_at = now(), status_reason = u.reason
+    FROM unnest($6::text[], $7::text[]) AS u(id, reason)
+    WHERE e.id = u.id AND e.status = 'validated'
+    RETURNING e.id
+  )
+  SELECT (SELECT count(*) FROM marked)::int AS routed, COALESCE((SELECT array_agg(id) FROM created), '{}') AS delivery_ids`;
 
 /**
  * Routes a batch of events: runs each active flow's filter, inserts one delivery per
- * matching flow and marks the events `filtered`, all in one transaction, then enqueues
+ * matching flow and marks the events `filtered`, in one statement, then enqueues
  * the new deliveries as one `deliver` job. Safe to repeat: routed events are skipped and
  * the (event, flow) key stops a second delivery.
  */
@@ -69,27 +76,27 @@ export async function routeEvents(deps: RouteDeps, input: RouteInput): Promise<R
   if (events.length === 0) return outcome;
 
   const flowsByIngester = await deps.flows.get(new Map(events.map((e) => [e.ingester_id, e.tenant_id])));
+  const flowsOf = events.map((e) => (flowsByIngester.get(e.ingester_id) ?? []).filter((f) => f.tenantId === e.tenant_id));
+  // Stored requests only for the events that a filter has to look at.
+  const payloads = await loadPayloads(deps.pool, events.filter((_, i) => flowsOf[i]!.some((f) => !f.matchAll)).map((e) => e.id));
   const deliveries: NewDelivery[] = [];
   const reasons: Array<FilterReason | null> = [];
-  for (const event of events) {
-    const flows = (flowsByIngester.get(event.ingester_id) ?? []).filter((f) => f.tenantId === event.tenant_id);
-    const matched = matchingFlows(event, flows);
+  for (const [i, event] of events.entries()) {
+    const flows = flowsOf[i]!;
+    const matched = matchingFlows(event, payloads.get(event.id), flows);
     for (const f of matched) deliveries.push({ id: newId('dlv'), tenantId: event.tenant_id, eventId: event.id, flowId: f.id, destinationId: f.destinationId });
     reasons.push(matched.length > 0 ? null : flows.length > 0 ? FILTER_REASONS.filterRejected : FILTER_REASONS.noMatchingFlow);
   }
   outcome.unmatched = reasons.filter((r) => r !== null).length;
 
-  const created = new Set<string>();
-  await withTransaction(deps.pool, async (client) => {
-    if (deliveries.length > 0) {
-      const cols = (k: keyof NewDelivery): string[] => deliveries.map((d) => d[k]);
-      const res = await client.query<{ id: string }>(INSERT_DELIVERIES, [cols('id'), cols('tenantId'), cols('eventId'), cols('flowId'), cols('destinationId')]);
-      outcome.deliveryIds = res.rows.map((r) => r.id);
-      res.rows.forEach((r) => created.add(r.id));
-    }
-    const res = await client.query(MARK_FILTERED, [events.map((e) => e.id), reasons]);
-    outcome.routed = res.rowCount ?? 0;
-  });
+  const cols = (k: keyof NewDelivery): string[] => deliveries.map((d) => d[k]);
+  const { rows } = await deps.pool.query<{ routed: number; delivery_ids: string[] }>(ROUTE, [
+    cols('id'), cols('tenantId'), cols('eventId'), cols('flowId'), cols('destinationId'),
+    events.map((e) => e.id), reasons,
+  ]);
+  outcome.routed = rows[0]!.routed;
+  outcome.deliveryIds = rows[0]!.delivery_ids;
+  const created = new Set(outcome.deliveryIds);
 
   // One deliver job per pool: a dedicated tenant's deliveries go to its pool's queue.
   const byPool = new Map<string | null, string[]>();
@@ -116,7 +123,7 @@ export async function routeEvents(deps: RouteDeps, input: RouteInput): Promise<R
 }
 
 /** The flows whose filter accepts the event; the body is parsed only if a filter needs it. */
-function matchingFlows(event: RoutableEvent, flows: ActiveFlow[]): ActiveFlow[] {
+function matchingFlows(event: RoutableEvent, payload: EventPayload | undefined, flows: ActiveFlow[]): ActiveFlow[] {
   let doc: FilterDocument | undefined;
   return flows.filter((f) => {
     if (f.matchAll) return true;
@@ -124,10 +131,10 @@ function matchingFlows(event: RoutableEvent, flows: ActiveFlow[]): ActiveFlow[] 
       type: event.type,
       ingesterId: event.ingester_id,
       provider: event.provider,
-      headers: event.headers,
-      query: event.query,
-      contentType: event.content_type,
-      body: event.body,
+      headers: payload?.headers,
+      query: payload?.query ?? null,
+      contentType: payload?.content_type ?? null,
+      body: payload?.body ?? null,
     });
     return f.filter.matches(doc);
   });
