@@ -1,7 +1,8 @@
 // A deliverer in the test process: real PostgreSQL schema, real Redis prefix, rows
 // inserted with SQL, `deliverBatch` called directly or through a real BullMQ worker.
 import { loadConfig } from '@hookline/config';
-import { newId } from '@hookline/db';
+import { Client } from 'pg';
+import { newId, parseDatabaseUrl } from '@hookline/db';
 import { shownStatusSql } from '@hookline/delivery';
 import { createLogger } from '@hookline/logger';
 import { createProducer, createRedis, createWorker, type Producer, type Redis, type WorkerHandle } from '@hookline/queues';
@@ -116,6 +117,19 @@ export async function createHarness(label: string, env: Record<string, string> =
     },
     async attempts(deliveryId: string): Promise<AttemptRow[]> {
       return (await db.pool.query<AttemptRow>('SELECT * FROM delivery_attempts WHERE delivery_id = $1 ORDER BY number', [deliveryId])).rows;
+    },
+    /**
+     * A connection of its own holding the event's row lock in an open transaction: outcome
+     * writes of its deliveries wait for it inside PostgreSQL. The caller ends the
+     * transaction and the connection.
+     */
+    async lockEvent(eventId: string): Promise<Client> {
+      const holder = new Client({ connectionString: parseDatabaseUrl(db.url).connectionString });
+      await holder.connect();
+      await holder.query(`SET search_path TO "${db.schema}"`);
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM events WHERE id = $1 FOR UPDATE', [eventId]);
+      return holder;
     },
     async event(eventId: string): Promise<{ status: string; status_reason: string | null; delivered_at: Date | null; failed_at: Date | null }> {
       return (await db.pool.query('SELECT status, status_reason, delivered_at, failed_at FROM events WHERE id = $1', [eventId])).rows[0];

@@ -1,7 +1,5 @@
 // When outcomes are written: as each request completes (not after the batch's slowest),
 // and again after PostgreSQL dropped the connection mid-write (not by sending again).
-import { Client } from 'pg';
-import { parseDatabaseUrl } from '@hookline/db';
 import { startReceiver, waitFor, type Receiver } from '@hookline/testing';
 import { createHarness, type Harness } from './deliverer-fixtures';
 
@@ -48,18 +46,14 @@ test('a write cut off by PostgreSQL (connection terminated) is retried: recorded
   const rx = await receiver();
   const dst = await h.destination(`${rx.url}/once`);
   const { deliveryId, eventId } = await h.delivery(dst.id);
-  // Hold the event's row lock so that the outcome transaction waits inside PostgreSQL,
+  // Hold the event's row lock so that the outcome write waits inside PostgreSQL,
   // then terminate that backend, as a restart would, and let go of the lock.
-  const holder = new Client({ connectionString: parseDatabaseUrl(h.db.url).connectionString });
-  await holder.connect();
+  const holder = await h.lockEvent(eventId);
   try {
-    await holder.query(`SET search_path TO "${h.db.schema}"`);
-    await holder.query('BEGIN');
-    await holder.query('SELECT 1 FROM events WHERE id = $1 FOR UPDATE', [eventId]);
     const run = h.run([deliveryId]);
     const blocked = await waitFor(
       async () => (await holder.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [(await holder.query('SELECT pg_backend_pid() AS p')).rows[0].p])).rows[0]?.pid,
-      { what: 'the outcome transaction waiting on the event lock' },
+      { what: 'the outcome write waiting on the event lock' },
     );
     expect(rx.requests).toHaveLength(1);
     await holder.query('SELECT pg_terminate_backend($1)', [blocked]);

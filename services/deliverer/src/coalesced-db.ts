@@ -26,7 +26,7 @@ export interface CoalesceSettings {
 
 /**
  * Group commit for the deliverer's two hot statements. Under load the per-job fixed cost
- * of a claim and of the outcome transaction (several round trips each) is the bottleneck,
+ * of a claim and of the outcome call (a planned statement each) is the bottleneck,
  * not the rows: merging the jobs that are waiting anyway cuts the statements per delivery.
  * A lone job runs at once.
  */

@@ -15,7 +15,7 @@ export const delivererEnv = {
   PORT: { type: 'integer', default: 8083, minimum: 0, maximum: 65535, description: 'health server port (/healthz, /readyz)' },
   HOST: { type: 'string', default: '0.0.0.0' },
   DELIVERER_CONCURRENCY: { type: 'integer', default: 64, minimum: 1, maximum: 1000, description: 'deliver jobs (batches) processed at once, per queue consumed' },
-  DELIVERER_DB_IN_FLIGHT: { type: 'integer', default: 2, minimum: 1, maximum: 64, description: 'claim statements and outcome transactions at once; jobs beyond wait and are merged into the next (group commit)' },
+  DELIVERER_DB_IN_FLIGHT: { type: 'integer', default: 2, minimum: 1, maximum: 64, description: 'claim statements and outcome calls at once; jobs beyond wait and are merged into the next (group commit)' },
   DELIVER_QUEUES: {
     type: 'string',
     default: 'deliver',

@@ -1,0 +1,115 @@
+// Outcomes are written by one call of record_delivery_outcomes (migration
+// 20261121050000_outcomes_in_one_call). Two batches that finish deliveries of the same
+// event at the same moment must leave the event with the status of all its deliveries:
+// each statement of the function reads after the event's lock is held, so the second
+// writer sees the first's commit. One statement doing all of it would read from a snapshot
+// taken before the lock, and both writers would miss each other.
+import { newId } from '@hookline/db';
+import { CLAIMABLE_SQL, recordOutcomes, type Decision, type Outcome } from '@hookline/delivery';
+import { insertFlow } from './router-fixtures';
+import { claimDeliveries } from '../services/deliverer/src/claim-deliveries';
+import { createHarness, type Harness } from './deliverer-fixtures';
+
+jest.setTimeout(60_000);
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await createHarness('recout');
+});
+
+afterAll(async () => {
+  await h?.close();
+});
+
+/** An event with `n` deliveries to one destination, each claimed under its own owner. */
+async function fannedOut(n: number): Promise<{ eventId: string; deliveries: Array<{ id: string; owner: string }> }> {
+  const dst = await h.destination('http://127.0.0.1:9/never-sent');
+  const first = await h.delivery(dst.id);
+  const ids = [first.deliveryId];
+  for (let i = 1; i < n; i++) {
+    const flowId = await insertFlow(h.db.pool, { tenantId: h.tenantId, ingesterId: await ingesterOf(first.eventId), destinationId: dst.id });
+    const id = newId('dlv');
+    await h.db.pool.query('INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id) VALUES ($1, $2, $3, $4, $5)', [id, h.tenantId, first.eventId, flowId, dst.id]);
+    ids.push(id);
+  }
+  const deliveries = [];
+  for (const id of ids) {
+    const owner = `test:${id}`;
+    expect(await claimDeliveries(h.db.pool, { deliveryIds: [id], leaseOwner: owner, leaseMs: 60_000, slackMs: 250 })).toHaveLength(1);
+    deliveries.push({ id, owner });
+  }
+  return { eventId: first.eventId, deliveries };
+}
+
+async function ingesterOf(eventId: string): Promise<string> {
+  return (await h.db.pool.query<{ ingester_id: string }>('SELECT ingester_id FROM events WHERE id = $1', [eventId])).rows[0]!.ingester_id;
+}
+
+function outcome(deliveryId: string, eventId: string, decision: Decision): Outcome {
+  const ok = decision.status === 'delivered';
+  return {
+    deliveryId,
+    tenantId: h.tenantId,
+    eventId,
+    attemptNumber: 1,
+    decision,
+    result: { statusCode: ok ? 200 : 500, errorKind: ok ? null : 'http_error', error: ok ? null : 'HTTP 500', responseBody: 'ok', responseHeaders: { 'content-type': 'text/plain' }, startedAt: new Date(), durationMs: 3 },
+  };
+}
+
+/** Runs `writes` while another transaction holds the event's row lock, and releases it once all of them wait for it. */
+async function behindEventLock(eventId: string, writes: Array<() => Promise<unknown>>): Promise<void> {
+  const holder = await h.lockEvent(eventId);
+  try {
+    const running = writes.map((w) => w());
+    // Asked outside the holder's transaction: a transaction sees one snapshot of pg_stat_activity.
+    const waiting = async (): Promise<number> =>
+      Number((await h.db.pool.query<{ n: string }>(
+        `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%record_delivery_outcomes%' `,
+      )).rows[0]!.n);
+    for (let i = 0; i < 200 && (await waiting()) < writes.length; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(await waiting()).toBe(writes.length);
+    await holder.query('COMMIT');
+    await Promise.all(running);
+  } finally {
+    await holder.end();
+  }
+}
+
+test('two batches finishing one event at once: the event ends delivered', async () => {
+  const { eventId, deliveries: [a, b] } = await fannedOut(2);
+  await behindEventLock(eventId, [
+    () => recordOutcomes(h.db.pool, a!.owner, [outcome(a!.id, eventId, { status: 'delivered' })]),
+    () => recordOutcomes(h.db.pool, b!.owner, [outcome(b!.id, eventId, { status: 'delivered' })]),
+  ]);
+  expect((await h.event(eventId)).status).toBe('delivered');
+  expect((await h.row(a!.id)).status).toBe('delivered');
+  expect((await h.row(b!.id)).status).toBe('delivered');
+  expect(await h.attempts(a!.id)).toHaveLength(1);
+});
+
+test('one delivered and one failed at once: the event ends failed, the failure scheduled', async () => {
+  const { eventId, deliveries: [a, b] } = await fannedOut(2);
+  await behindEventLock(eventId, [
+    () => recordOutcomes(h.db.pool, a!.owner, [outcome(a!.id, eventId, { status: 'delivered' })]),
+    () => recordOutcomes(h.db.pool, b!.owner, [outcome(b!.id, eventId, { status: 'failed', delayMs: 60_000 })]),
+  ]);
+  expect((await h.event(eventId)).status).toBe('failed');
+  const failed = await h.row(b!.id);
+  expect(failed).toMatchObject({ status: 'failed', attempt_count: 1, last_status_code: 500, lease_owner: null });
+  expect(failed.next_attempt_at.getTime()).toBeGreaterThan(Date.now() + 30_000);
+});
+
+test('an outcome under a lease that is no longer held records the attempt and leaves the delivery alone', async () => {
+  const { eventId, deliveries: [a] } = await fannedOut(1);
+  await recordOutcomes(h.db.pool, 'someone-else:1', [outcome(a!.id, eventId, { status: 'delivered' })]);
+  expect(await h.row(a!.id)).toMatchObject({ status: 'delivering', lease_owner: a!.owner });
+  expect(await h.attempts(a!.id)).toHaveLength(1);
+  expect((await h.event(eventId)).status).toBe('filtered');
+});
+
+test('the function guards with the statuses a lease can hold (CLAIMABLE_STATUSES)', async () => {
+  const { rows } = await h.db.pool.query<{ def: string }>(`SELECT pg_get_functiondef('record_delivery_outcomes'::regproc) AS def`);
+  expect(rows[0]!.def).toContain(`d.status IN (${CLAIMABLE_SQL})`);
+});
