@@ -38,28 +38,29 @@ export function groupBy<T>(items: T[], key: (t: T) => string): Map<string, T[]> 
  * Per destination, asks the shared circuit breaker and then the shared rate limit how
  * many of the claimed deliveries may go now. Those over a rate limit are spread over the
  * following one-second windows. If Redis cannot answer, everything goes (fail open):
- * deliveries matter more than protection.
+ * deliveries matter more than protection. The destinations are asked at once: one after
+ * another, a chunk at fan-out 5 waited for five Redis round trips before its first request.
  */
 export async function gateDeliveries(deps: GateDeps, items: Prepared[], now = Date.now()): Promise<Gated> {
-  const out: Gated = { allowed: [], deferred: [] };
-  for (const [destinationId, group] of groupBy(items, (i) => i.d.destinationId)) {
-    const settings = group[0]!.settings;
-    try {
-      const b = await deps.breaker.admit(destinationId, group.length, settings.timeoutMs + 5_000, now);
-      const deferred = group.slice(b.allowed).map((item) => ({ item, delayMs: Math.max(0, b.retryAt - now) }));
-      let pass = b.allowed;
-      const limit = settings.rateLimitPerSecond;
-      if (limit !== null && pass > 0) {
-        const r = await takeRateTokens(deps.redis, deps.prefix, destinationId, limit, pass, now);
-        group.slice(r.allowed, pass).forEach((item, k) => deferred.push({ item, delayMs: r.nextWindowAt - now + Math.floor(k / limit) * 1000 }));
-        pass = r.allowed;
-      }
-      out.allowed.push(...group.slice(0, pass));
-      out.deferred.push(...deferred);
-    } catch (err) {
-      deps.logger.warn('destination gate unavailable, sending without it', { destination_id: destinationId, error: (err as Error).message });
-      out.allowed.push(...group);
+  const gated = await Promise.all([...groupBy(items, (i) => i.d.destinationId)].map(([destinationId, group]) => gateDestination(deps, destinationId, group, now)));
+  return { allowed: gated.flatMap((g) => g.allowed), deferred: gated.flatMap((g) => g.deferred) };
+}
+
+async function gateDestination(deps: GateDeps, destinationId: string, group: Prepared[], now: number): Promise<Gated> {
+  const settings = group[0]!.settings;
+  try {
+    const b = await deps.breaker.admit(destinationId, group.length, settings.timeoutMs + 5_000, now);
+    const deferred = group.slice(b.allowed).map((item) => ({ item, delayMs: Math.max(0, b.retryAt - now) }));
+    let pass = b.allowed;
+    const limit = settings.rateLimitPerSecond;
+    if (limit !== null && pass > 0) {
+      const r = await takeRateTokens(deps.redis, deps.prefix, destinationId, limit, pass, now);
+      group.slice(r.allowed, pass).forEach((item, k) => deferred.push({ item, delayMs: r.nextWindowAt - now + Math.floor(k / limit) * 1000 }));
+      pass = r.allowed;
     }
+    return { allowed: group.slice(0, pass), deferred };
+  } catch (err) {
+    deps.logger.warn('destination gate unavailable, sending without it', { destination_id: destinationId, error: (err as Error).message });
+    return { allowed: group, deferred: [] };
   }
-  return out;
 }

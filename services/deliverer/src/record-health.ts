@@ -39,19 +39,22 @@ export function summarize(results: SendResult[]): BatchOutcome | null {
  * destination that has been failing, with no success, for `disableAfterMs`.
  */
 export async function recordHealth(deps: HealthDeps, results: { destinationId: string; result: SendResult }[], now = Date.now()): Promise<void> {
-  for (const [destinationId, group] of groupBy(results, (r) => r.destinationId)) {
-    const outcome = summarize(group.map((g) => g.result));
-    if (!outcome) continue;
-    try {
-      const after = await deps.breaker.record(destinationId, outcome, now);
-      if (after.state === 'open' && outcome.trailingFailures > 0) deps.logger.warn('destination circuit open', { destination_id: destinationId, consecutive_failures: after.consecutiveFailures });
-      if (after.failingSince !== null && now - after.failingSince >= deps.disableAfterMs) {
-        const hours = Math.round((now - after.failingSince) / 360_000) / 10;
-        const reason = `failing without a success for ${hours} h (since ${new Date(after.failingSince).toISOString()}); last error ${outcome.lastError}`.slice(0, 500);
-        if (await disableDestination(deps.pool, deps.redis, deps.prefix, destinationId, reason)) deps.logger.warn('destination disabled', { destination_id: destinationId, reason });
-      }
-    } catch (err) {
-      deps.logger.warn('could not record destination health', { destination_id: destinationId, error: (err as Error).message });
+  // All destinations at once, as the gate asks them.
+  await Promise.all([...groupBy(results, (r) => r.destinationId)].map(([destinationId, group]) => recordDestination(deps, destinationId, group, now)));
+}
+
+async function recordDestination(deps: HealthDeps, destinationId: string, group: { result: SendResult }[], now: number): Promise<void> {
+  const outcome = summarize(group.map((g) => g.result));
+  if (!outcome) return;
+  try {
+    const after = await deps.breaker.record(destinationId, outcome, now);
+    if (after.state === 'open' && outcome.trailingFailures > 0) deps.logger.warn('destination circuit open', { destination_id: destinationId, consecutive_failures: after.consecutiveFailures });
+    if (after.failingSince !== null && now - after.failingSince >= deps.disableAfterMs) {
+      const hours = Math.round((now - after.failingSince) / 360_000) / 10;
+      const reason = `failing without a success for ${hours} h (since ${new Date(after.failingSince).toISOString()}); last error ${outcome.lastError}`.slice(0, 500);
+      if (await disableDestination(deps.pool, deps.redis, deps.prefix, destinationId, reason)) deps.logger.warn('destination disabled', { destination_id: destinationId, reason });
     }
+  } catch (err) {
+    deps.logger.warn('could not record destination health', { destination_id: destinationId, error: (err as Error).message });
   }
 }

@@ -1,7 +1,7 @@
 // Pure tests: no DNS, no traffic. Each row is an address string and the expected verdict.
 import { classifyAddress } from './classify-address';
 import { looksNumeric, parseHost, parseIPv4 } from './parse-host';
-import { createSsrfGuard } from './ssrf-guard';
+import { CHECKED_HOSTS_MAX, createSsrfGuard } from './ssrf-guard';
 
 const refused: [string, string][] = [
   // IPv4 loopback in every notation inet_aton and the URL parser accept.
@@ -153,6 +153,22 @@ describe('guard', () => {
     expect(g.checkHost('10.0.0.1')?.reason).toBe('private');
     expect(() => createSsrfGuard(['10.0.0.0/33'])).toThrow(/SSRF_ALLOWLIST/);
     expect(() => createSsrfGuard(['nonsense'])).toThrow(/SSRF_ALLOWLIST/);
+  });
+
+  test('checkHost answers are kept per host, and stay right past the memo\'s bound', () => {
+    const g = createSsrfGuard(['127.0.0.0/8']);
+    const first = g.checkHost('10.0.0.1');
+    expect(first?.reason).toBe('private');
+    expect(g.checkHost('10.0.0.1')).toBe(first); // the same answer object: not worked out again
+    // More distinct hosts than the memo keeps: each answer is still the verdict for its own host.
+    for (let i = 0; i < CHECKED_HOSTS_MAX + 10; i++) {
+      const a = (i >> 8) & 255, b = i & 255;
+      expect(g.checkHost(`127.${a}.${b}.1`)).toBeNull();
+      expect(g.checkHost(`10.${a}.${b}.1`)?.reason).toBe('private');
+      expect(g.checkHost(`${i}.example.com`)).toBeNull();
+    }
+    expect(g.checkHost('10.0.0.1')?.reason).toBe('private');
+    expect(g.checkHost('0x7f.1')).toBeNull();
   });
 
   test('a name is refused when any address it resolves to is refused (rebinding-style answers)', async () => {
