@@ -65,7 +65,8 @@ async function main(): Promise<number> {
     runId,
     perEventDeadlineMs: o.perEventDeadlineMs,
     pgOutages: () => outages,
-    onProgress: (sent, acked) => void rx.ipc.call<{ requests: number }>('summary').then((s) => log(`  [t+${Math.round((Date.now() - t0) / 1000)} s] sent ${sent}, acknowledged ${acked}, receiver requests ${s.requests}`)).catch(() => undefined),
+    onProgress: (sent, acked, statuses) =>
+      void rx.ipc.call<{ requests: number }>('summary').then((s) => log(`  [t+${Math.round((Date.now() - t0) / 1000)} s] sent ${sent}, acknowledged ${acked}, receiver requests ${s.requests}; answers ${JSON.stringify(statuses)}`)).catch(() => undefined),
   });
   const faultLogs = await runFaults({ stack, redis, pg, pgDownMs: o.pgDownMs, outages, log }, plan, t0);
   const load = await loadP;

@@ -13,7 +13,11 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 test('a tiny chaos run loses nothing, exits 0 and writes its verdict as JSON', async () => {
   const out = join(dir, 'chaos.json');
-  const args = ['--events', '300', '--rate', '100', '--faults', 'deliverer:1', '--settle-timeout', '60', '--env', 'DELIVERY_LEASE_MS=5000', '--out', out];
+  // A circuit that opens (ten failures in a row to one destination: the receivers time out
+  // more often while the other test files load the two cores) closes again after 1 s, not
+  // 30: with the default cooldown its deliveries could still be held back when the settle
+  // timeout ran out, and the run reported them as lost.
+  const args = ['--events', '300', '--rate', '100', '--faults', 'deliverer:1', '--settle-timeout', '60', '--env', 'DELIVERY_LEASE_MS=5000', '--env', 'BREAKER_COOLDOWN_MS=1000', '--out', out];
   const { code, output } = await runHarness('bench/chaos.ts', args, 110_000);
   expect({ code, tail: code === 0 ? '' : output.slice(-3000) }).toEqual({ code: 0, tail: '' });
   expect(output).toContain('kill -9 deliverer');

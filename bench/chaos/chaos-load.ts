@@ -33,7 +33,8 @@ export interface ChaosLoadOptions {
   /** Give up on one event after this long (it is then reported as not acknowledged). */
   perEventDeadlineMs: number;
   pgOutages: () => Outage[];
-  onProgress?: (sent: number, acked: number) => void;
+  /** Every 5 s: events started, acknowledged, and the answers so far by status or error code. */
+  onProgress?: (sent: number, acked: number, statuses: Readonly<Record<string, number>>) => void;
 }
 
 export function chaosBody(seq: number, runId: string): string {
@@ -92,14 +93,14 @@ export async function runChaosLoad(o: ChaosLoadOptions): Promise<ChaosLoadResult
     }
     if (o.onProgress && Date.now() - lastProgress >= 5000) {
       lastProgress = Date.now();
-      o.onProgress(sent, acked.size);
+      o.onProgress(sent, acked.size, statuses);
     }
     await new Promise((r) => setTimeout(r, 5));
   }
   const sendSeconds = (Date.now() - start) / 1000;
   while (pending.size) {
     await Promise.race([Promise.all(pending), new Promise((r) => setTimeout(r, 5000))]);
-    o.onProgress?.(sent, acked.size);
+    o.onProgress?.(sent, acked.size, statuses);
   }
   await pool.close().catch(() => undefined);
   return { acked, unacked, statuses, attempts, okWhilePgDown, sendSeconds };

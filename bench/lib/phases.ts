@@ -46,6 +46,12 @@ interface ReceiverStats {
 export interface PhaseResult<L extends LoadResult = LoadResult> {
   load: L;
   processes: Record<string, ProcSummary>;
+  /**
+   * End to end: CPU time per delivery by process, in µs (its mean CPU over the phase divided
+   * by the deliveries per second): steadier than throughput on a noisy machine, and it
+   * says which process the time goes to.
+   */
+  cpuUsPerDelivery?: Record<string, number>;
   drain?: Drain;
   deliveryLatencyMs?: LatencySummary;
   stagesMs?: StageBreakdown;
@@ -76,6 +82,19 @@ function procsOf(ctx: PhaseCtx, from: number): Record<string, ProcSummary> {
   const all = ctx.procs.summary(from, Date.now());
   const shared = ['generator', 'receiver', 'postgres', 'redis'];
   return Object.fromEntries(Object.entries(all).filter(([n]) => ctx.sut.processes.includes(n) || shared.includes(n)));
+}
+
+/** µs of CPU per delivery by process, and their `total`; empty when nothing was delivered. */
+export function cpuPerDelivery(processes: Record<string, ProcSummary>, deliveredPerS: number): Record<string, number> {
+  if (!(deliveredPerS > 0)) return {};
+  const out: Record<string, number> = {};
+  let total = 0;
+  for (const [name, p] of Object.entries(processes)) {
+    const us = Math.round((p.meanCpuPct * 10_000) / deliveredPerS);
+    out[name] = us;
+    total += us;
+  }
+  return { ...out, total };
 }
 
 /** Ingest at saturation: 2xx per second with `connections` keep-alive connections. */
@@ -117,7 +136,7 @@ export async function e2ePhase(ctx: PhaseCtx, fanout: number, connections: numbe
   const from = Date.now();
   const load = await gatedLoop({ url: ctx.sut.hookUrl(fanout), body: ctx.body }, connections, durationMs, fanout, maxLag, () => ctx.monitor.delivered());
   const processes = procsOf(ctx, from);
-  return { load, processes, drain: await drain(ctx, base, load.ok2xx * fanout) };
+  return { load, processes, cpuUsPerDelivery: cpuPerDelivery(processes, load.deliveredPerS), drain: await drain(ctx, base, load.ok2xx * fanout) };
 }
 
 /** Ingest->delivered latency at a constant offered rate, measured at the receiver. */

@@ -109,6 +109,13 @@ export function printSummary(r: BenchReport): void {
       console.log(`\nHookline at ${rate}/s ${f}, where the time went (ms p50/p90/p99, from PostgreSQL timestamps):`);
       for (const [stage, v] of Object.entries(l.stagesMs)) console.log(`  ${stage.padEnd(46)} ${v.p50}/${v.p90}/${v.p99}`);
     }
+  for (const [name, s] of sys)
+    for (const [f, e] of Object.entries(s.e2e)) {
+      const cpu = e.cpuUsPerDelivery;
+      if (!cpu || cpu['total'] === undefined) continue;
+      const parts = Object.entries(cpu).filter(([p]) => p !== 'total').sort((a, b) => b[1] - a[1]);
+      console.log(`\n${name} end to end ${f}, CPU µs per delivery: ${n(cpu['total'])} (${parts.map(([p, v]) => `${p} ${n(v)}`).join(', ')})`);
+    }
   const procRows = [['process', 'peak RSS MB', 'mean CPU %', 'peak CPU %']];
   for (const [, s] of sys) for (const [p, v] of Object.entries(s.processes)) procRows.push([p, n(v.peakRssMb), n(v.meanCpuPct), n(v.peakCpuPct)]);
   for (const [name, s] of sys) for (const [p, v] of Object.entries(s.servers ?? {})) procRows.push([`${p} (during ${name})`, '-', n(v.meanCpuPct), n(v.peakCpuPct)]);
