@@ -21,7 +21,8 @@ FROM node:20.19-bookworm-slim
 ENV NODE_ENV=production
 # V8 flags of every service (SERVICE_NODE_OPTIONS in scripts/lib/entries.ts): a 256 MB
 # old space, grown in smaller steps than V8's default, and 8 MB semi-spaces. Override them
-# per container with NODE_OPTIONS.
+# per container with NODE_OPTIONS (the deliverer's ConfigMap and compose service do:
+# ENTRY_NODE_OPTIONS in the same file).
 ENV NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=8"
 WORKDIR /app
 COPY --from=deps /app /app

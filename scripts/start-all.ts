@@ -38,7 +38,7 @@ async function main(): Promise<void> {
   log(applied.length ? `${applied.length} migration(s) applied` : 'database schema is up to date');
   for (const s of SERVICES) await bundleEntry(entryOf(s.name), bundlePath(entryOf(s.name)));
   log(`bundled ${SERVICES.map((s) => s.name).join(', ')} into dist/`);
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: serviceNodeOptions(process.env.NODE_OPTIONS) };
+  const env: NodeJS.ProcessEnv = { ...process.env };
   if (env.SSRF_ALLOWLIST === undefined) {
     // Local runs deliver to local receivers; deployments leave this empty (protection on).
     env.SSRF_ALLOWLIST = '127.0.0.0/8,::1/128';
@@ -57,7 +57,7 @@ async function main(): Promise<void> {
     const port = process.env[`${s.name.toUpperCase()}_PORT`] ?? String(s.port);
     const child = spawn(process.execPath, [resolve(ROOT, 'scripts/launch.cjs'), entryOf(s.name)], {
       cwd: ROOT,
-      env: { ...env, PORT: port },
+      env: { ...env, NODE_OPTIONS: serviceNodeOptions(entryOf(s.name), process.env.NODE_OPTIONS), PORT: port },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     prefixLines(s.name, child.stdout!, process.stdout);

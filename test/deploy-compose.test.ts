@@ -57,12 +57,16 @@ test('the image contains every entry file that compose and the manifests run', a
   expect(dockerfileProblems(DOCKERFILE, entries)).toEqual([]);
 });
 
-test('pnpm start:<service> runs the bundle with the same V8 flags as the image', () => {
+test("pnpm start:<service> runs the bundle with the service's V8 flags, as the image and manifests do", () => {
   const pkg = JSON.parse(readFileSync(resolve(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
   expect(startScriptProblems(pkg.scripts, ['api', 'ingest', 'router', 'deliverer'])).toEqual([]);
   const broken = { ...pkg.scripts, 'start:router': pkg.scripts['start:router']!.replace(/ --max-semi-space-size=\d+/, '') };
   expect(startScriptProblems(broken, ['router'])).toEqual([
     'package.json: start:router must end with `&& node --max-old-space-size=256 --max-semi-space-size=8 scripts/launch.cjs services/router/src/main.ts`',
+  ]);
+  const plain = { ...pkg.scripts, 'start:deliverer': pkg.scripts['start:deliverer']!.replace('--max-semi-space-size=16', '--max-semi-space-size=8') };
+  expect(startScriptProblems(plain, ['deliverer'])).toEqual([
+    'package.json: start:deliverer must end with `&& node --max-old-space-size=256 --max-semi-space-size=16 scripts/launch.cjs services/deliverer/src/main.ts`',
   ]);
 });
 
@@ -100,6 +104,18 @@ describe('the checks find a broken compose file', () => {
     expect(text).toMatch(/edge: DATABASE_URL is set but hookline-edge does not read it/);
     expect(text).toMatch(/edge: hookline-edge: EDGE_MAX_IN_FLIGHT must be >= 1/);
     expect(composeEdgeProblems(c)).toEqual(['edge: must be built from packages/edge/Dockerfile with the repository as context']);
+  });
+
+  test("a deliverer without its own V8 flags, a router with the deliverer's", async () => {
+    const c = compose();
+    const deliverer = { ...c.services.deliverer!.environment };
+    delete deliverer.NODE_OPTIONS;
+    c.services.deliverer!.environment = deliverer;
+    c.services.router!.environment = { ...c.services.router!.environment, NODE_OPTIONS: '--max-old-space-size=256 --max-semi-space-size=16' };
+    expect(await composeProcessProblems(c)).toEqual([
+      'router: NODE_OPTIONS is "--max-old-space-size=256 --max-semi-space-size=16", must be "--max-old-space-size=256 --max-semi-space-size=8" (nodeOptionsFor in scripts/lib/entries.ts)',
+      'deliverer: NODE_OPTIONS is "--max-old-space-size=256 --max-semi-space-size=8" (the image\'s default), must be "--max-old-space-size=256 --max-semi-space-size=16" (nodeOptionsFor in scripts/lib/entries.ts)',
+    ]);
   });
 
   test('an image without the services\' V8 flags', () => {

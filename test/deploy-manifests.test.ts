@@ -132,6 +132,15 @@ describe('the checks find broken manifests', () => {
     expect(problems.join('\n')).toMatch(/LOG_LEVEL must be equal to one of the allowed values/);
   });
 
+  test("a deliverer without its own V8 flags runs with the image's default", async () => {
+    const problems = await broken((o) => {
+      delete data(find(o, 'ConfigMap', 'hookline-deliverer')).NODE_OPTIONS;
+    });
+    expect(problems).toEqual([
+      'Deployment/hookline-deliverer deliverer: NODE_OPTIONS is "--max-old-space-size=256 --max-semi-space-size=8" (the image\'s default), must be "--max-old-space-size=256 --max-semi-space-size=16" (nodeOptionsFor in scripts/lib/entries.ts)',
+    ]);
+  });
+
   test('a required variable that is missing, and a Secret key that does not exist', async () => {
     const problems = await broken((o) => {
       delete data(find(o, 'Secret', 'hookline-edge')).CLUSTER_KEY;

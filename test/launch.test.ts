@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { shippedCommand } from '@hookline/testing';
-import { ENTRIES, SERVICE_NODE_OPTIONS, serviceNodeOptions } from '../scripts/lib/entries';
+import { ENTRIES, nodeOptionsFor, SERVICE_NODE_OPTIONS, serviceNodeOptions } from '../scripts/lib/entries';
 
 const ROOT = resolve(__dirname, '..');
 
@@ -34,11 +34,12 @@ test('the launcher runs the bundle as the main module, passes the arguments on, 
 });
 
 test("the services' V8 flags come first, so that the user's NODE_OPTIONS overrides them", async () => {
-  expect(serviceNodeOptions(undefined)).toBe(SERVICE_NODE_OPTIONS);
-  expect(serviceNodeOptions('  ')).toBe(SERVICE_NODE_OPTIONS);
-  expect(serviceNodeOptions('--max-old-space-size=1024 --trace-gc')).toBe(`${SERVICE_NODE_OPTIONS} --max-old-space-size=1024 --trace-gc`);
+  const router = 'services/router/src/main.ts';
+  expect(serviceNodeOptions(router, undefined)).toBe(SERVICE_NODE_OPTIONS);
+  expect(serviceNodeOptions(router, '  ')).toBe(SERVICE_NODE_OPTIONS);
+  expect(serviceNodeOptions(router, '--max-old-space-size=1024 --trace-gc')).toBe(`${SERVICE_NODE_OPTIONS} --max-old-space-size=1024 --trace-gc`);
   const shipped = await shippedCommand('test/fixtures/launch-probe.ts');
-  const r = await run(shipped.command, shipped.args, { ...shipped.env, NODE_OPTIONS: serviceNodeOptions('--max-old-space-size=1024') });
+  const r = await run(shipped.command, shipped.args, { ...shipped.env, NODE_OPTIONS: serviceNodeOptions('test/fixtures/launch-probe.ts', '--max-old-space-size=1024') });
   expect((JSON.parse(r.out.trim()) as { heapLimitMb: number }).heapLimitMb).toBeGreaterThanOrEqual(1024);
 });
 
@@ -71,4 +72,16 @@ test('pnpm build bundles every entry point, with progress, and refuses an unknow
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
+});
+
+test('the deliverer runs with larger semi-spaces than the other services, and they take effect', async () => {
+  const deliverer = 'services/deliverer/src/main.ts';
+  expect(nodeOptionsFor(deliverer)).toBe('--max-old-space-size=256 --max-semi-space-size=16');
+  expect(nodeOptionsFor('services/api/src/main.ts')).toBe(SERVICE_NODE_OPTIONS);
+  expect(serviceNodeOptions(deliverer, '--trace-gc')).toBe(`${nodeOptionsFor(deliverer)} --trace-gc`);
+  // The heap limit is the old space plus the young generation (three semi-spaces' worth).
+  const shipped = await shippedCommand('test/fixtures/launch-probe.ts');
+  const limit = async (options: string): Promise<number> =>
+    (JSON.parse((await run(shipped.command, shipped.args, { ...shipped.env, NODE_OPTIONS: options })).out.trim()) as { heapLimitMb: number }).heapLimitMb;
+  expect((await limit(nodeOptionsFor(deliverer))) - (await limit(SERVICE_NODE_OPTIONS))).toBeGreaterThanOrEqual(16);
 });

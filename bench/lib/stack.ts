@@ -86,7 +86,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       const userNodeOptions = env.NODE_OPTIONS ?? process.env.NODE_OPTIONS;
       const shipped = opts.shipped ? await shippedCommand(entry, userNodeOptions) : null;
       const [cmd, args] = shipped ? [shipped.command, [...flags, ...shipped.args]] : nodeTs(entry, flags);
-      const launch = shipped?.env ?? { NODE_OPTIONS: serviceNodeOptions(userNodeOptions) };
+      const launch = shipped?.env ?? { NODE_OPTIONS: serviceNodeOptions(entry, userNodeOptions) };
       const child = startChild(name, cmd, args, { env: { ...process.env, ...env, ...launch, PORT: String(ports[name]) } });
       children[name] = child;
       const base = `http://127.0.0.1:${ports[name]}`;

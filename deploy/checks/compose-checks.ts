@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse } from 'yaml';
-import { ENTRIES, SERVICE_NODE_OPTIONS } from '../../scripts/lib/entries';
+import { ENTRIES, nodeOptionsFor, SERVICE_NODE_OPTIONS } from '../../scripts/lib/entries';
 import { REPO_ROOT } from './kustomize-lite';
 import { contractFor, EDGE_CONTRACT, effectiveConfig, envProblems, type ProcessContract } from './process-env';
 
@@ -142,12 +142,12 @@ export function dockerfileProblems(dockerfile: string, entries: string[]): strin
   return problems;
 }
 
-/** `pnpm start:<service>` runs the service's bundle as the image does, with the image's V8 flags. */
+/** `pnpm start:<service>` runs the service's bundle as the image does, with the service's V8 flags. */
 export function startScriptProblems(scripts: Record<string, string>, services: readonly string[]): string[] {
   const problems: string[] = [];
   for (const name of services) {
     const entry = `services/${name}/src/main.ts`;
-    const want = `node ${SERVICE_NODE_OPTIONS} scripts/launch.cjs ${entry}`;
+    const want = `node ${nodeOptionsFor(entry)} scripts/launch.cjs ${entry}`;
     if (!scripts[`start:${name}`]?.endsWith(`&& ${want}`)) problems.push(`package.json: start:${name} must end with \`&& ${want}\``);
   }
   return problems;

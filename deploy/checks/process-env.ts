@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import { baseEnv, ConfigError, loadConfig, type EnvSchema } from '@hookline/config';
 import { edgeAgentEnv } from '../../packages/edge/src/config';
 import { waitEnv } from '../scripts/wait-for-migrations';
+import { nodeOptionsFor, SERVICE_NODE_OPTIONS } from '../../scripts/lib/entries';
 import { REPO_ROOT } from './kustomize-lite';
 
 export interface ProcessContract {
@@ -58,11 +59,27 @@ export async function contractFor(entry: string): Promise<ProcessContract> {
 /** The hookline-edge agent's contract: its own exported schema (packages/edge/src/config.ts). */
 export const EDGE_CONTRACT: ProcessContract = { entry: 'hookline-edge', schema: edgeAgentEnv };
 
-/** Problems with `env` for a process: unread variables, missing or invalid values. */
+/** Read by Node itself, not by the process's code. */
+const RUNTIME_ENV = new Set(['NODE_OPTIONS']);
+
+/**
+ * A service runs with its V8 flags (nodeOptionsFor in scripts/lib/entries.ts): its own
+ * NODE_OPTIONS where it sets one, else the image's `ENV NODE_OPTIONS` (SERVICE_NODE_OPTIONS).
+ */
+export function nodeOptionsProblems(entry: string, env: Record<string, string>): string[] {
+  if (!/^services\/[a-z-]+\/src\/main\.ts$/.test(entry)) return [];
+  const given = env.NODE_OPTIONS ?? SERVICE_NODE_OPTIONS;
+  const want = nodeOptionsFor(entry);
+  if (given === want) return [];
+  return [`NODE_OPTIONS is "${given}"${env.NODE_OPTIONS === undefined ? " (the image's default)" : ''}, must be "${want}" (nodeOptionsFor in scripts/lib/entries.ts)`];
+}
+
+/** Problems with `env` for a process: unread variables, missing or invalid values, wrong V8 flags. */
 export function envProblems(contract: ProcessContract, env: Record<string, string>): string[] {
   const problems = Object.keys(env)
-    .filter((k) => !(k in contract.schema))
+    .filter((k) => !(k in contract.schema) && !RUNTIME_ENV.has(k))
     .map((k) => `${k} is set but ${contract.entry} does not read it`);
+  problems.push(...nodeOptionsProblems(contract.entry, env));
   try {
     loadConfig(contract.schema, env);
     contract.load?.(env);

@@ -46,6 +46,6 @@ async function bundled(entry: string): Promise<string> {
  */
 export async function shippedCommand(entry: string, userNodeOptions = process.env.NODE_OPTIONS): Promise<ShippedCommand> {
   const dir = await bundled(entry);
-  const env = { HOOKLINE_DIST_DIR: dir, NODE_OPTIONS: serviceNodeOptions(userNodeOptions) };
+  const env = { HOOKLINE_DIST_DIR: dir, NODE_OPTIONS: serviceNodeOptions(entry, userNodeOptions) };
   return { command: process.execPath, args: [resolve(ROOT, 'scripts/launch.cjs'), entry], env };
 }
