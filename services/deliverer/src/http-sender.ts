@@ -18,6 +18,18 @@ export interface HttpSender {
   close(): Promise<void>;
 }
 
+/** A destination URL, parsed once: what each request to it needs. */
+interface ParsedUrl {
+  url: URL;
+  /** pathname + search, the request's path. */
+  path: string;
+  /** The Authorization header of the URL's userinfo, if any. */
+  auth: Record<string, string>;
+}
+
+/** Destination URLs kept parsed (then the cache starts over). */
+export const PARSED_URLS_MAX = 4096;
+
 export interface HttpSenderOptions {
   guard: SsrfGuard;
   responseBodyLimit: number;
@@ -36,6 +48,19 @@ export function createHttpSender(opts: HttpSenderOptions): HttpSender {
   const limits = new ConcurrencyLimits(opts.maxInFlight);
   const maxPools = opts.maxPools ?? 1000;
   const tlsAlerts = createTlsAlertTracker();
+  // Parsing a destination URL (and its userinfo) for every request was a cost of its own in
+  // the deliverer's profile; a destination's URL rarely changes. Invalid URLs are not kept.
+  const parsedUrls = new Map<string, ParsedUrl>();
+  const parse = (raw: string): ParsedUrl => {
+    let parsed = parsedUrls.get(raw);
+    if (parsed) return parsed;
+    const url = new URL(raw);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`unsupported scheme ${url.protocol}`);
+    parsed = { url, path: `${url.pathname}${url.search}`, auth: basicAuth(url) };
+    if (parsedUrls.size >= PARSED_URLS_MAX) parsedUrls.clear();
+    parsedUrls.set(raw, parsed);
+    return parsed;
+  };
 
   const poolFor = (t: SendTarget, url: URL): Pool => {
     const m = t.settings.mtls;
@@ -69,13 +94,13 @@ export function createHttpSender(opts: HttpSenderOptions): HttpSender {
     const failure = (errorKind: SendResult['errorKind'], error: string): SendResult =>
       done({ statusCode: null, errorKind, error, responseBody: null, responseHeaders: null });
 
-    let url: URL;
+    let target: ParsedUrl;
     try {
-      url = new URL(t.url);
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`unsupported scheme ${url.protocol}`);
+      target = parse(t.url);
     } catch (err) {
       return failure('connect', `invalid destination URL: ${(err as Error).message}`);
     }
+    const { url } = target;
     const blocked = opts.guard.checkHost(url.hostname);
     if (blocked) return failure('ssrf_blocked', blocked.message);
 
@@ -83,9 +108,9 @@ export function createHttpSender(opts: HttpSenderOptions): HttpSender {
     const timer = setTimeout(() => abort.abort(), t.settings.timeoutMs);
     try {
       const res = await poolFor(t, url).request({
-        path: `${url.pathname}${url.search}`,
+        path: target.path,
         method: t.settings.method as 'POST',
-        headers: { ...basicAuth(url), ...headers },
+        headers: target.auth.authorization === undefined ? headers : { ...target.auth, ...headers },
         body,
         signal: abort.signal,
         headersTimeout: t.settings.timeoutMs,

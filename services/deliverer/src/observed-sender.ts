@@ -17,14 +17,17 @@ export function observeSender(sender: HttpSender, o: { metrics: Metrics; tracer:
         const ingestedAt = Number(headers['x-hookline-ingested-at']);
         if (Number.isFinite(ingestedAt)) o.metrics.ingestToDelivered.observe(Math.max(0, Date.now() - ingestedAt) / 1000);
       }
+      // Without an exporter and below debug level there is nothing to build (the common case).
+      const debug = o.logger.isLevelEnabled('debug');
+      if (!o.tracer.exporting && !debug) return result;
       const ids = { delivery_id: headers['x-service-delivery-idempotency-key'], event_id: headers['x-hookline-event-id'], destination_id: target.destinationId };
       const context = parseTraceparent(headers['traceparent']);
-      if (context) {
+      if (context && o.tracer.exporting) {
         const startMs = result.startedAt.getTime();
         const error = ok ? undefined : (result.error ?? result.errorKind ?? `HTTP ${result.statusCode}`);
         o.tracer.record(`${target.settings.method} destination`, 'client', context, { startMs, endMs: startMs + result.durationMs }, { ...ids, 'http.response.status_code': result.statusCode ?? undefined, 'error.type': result.errorKind ?? undefined }, error);
       }
-      o.logger.debug('delivery attempt', { ...ids, trace_id: context?.traceId, status_code: result.statusCode, error_kind: result.errorKind, duration_ms: result.durationMs });
+      if (debug) o.logger.debug('delivery attempt', { ...ids, trace_id: context?.traceId, status_code: result.statusCode, error_kind: result.errorKind, duration_ms: result.durationMs });
       return result;
     },
     close: () => sender.close(),
