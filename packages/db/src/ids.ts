@@ -24,19 +24,20 @@ export type IdPrefix = (typeof ID_PREFIXES)[keyof typeof ID_PREFIXES];
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz'; // Crockford base32, lower case
 
-/**
- * `<prefix>_<10 chars time><16 chars random>`: 48-bit millisecond time then 80 random
- * bits, so ids sort by creation time (cursor pagination and "newest first" use that).
- */
-export function newId(prefix: IdPrefix, now = Date.now()): string {
+/** The 10-character time part of an id made at `ms` (48-bit milliseconds, base32). */
+export function idTime(ms: number): string {
   let time = '';
-  let t = now;
+  let t = ms;
   for (let i = 0; i < 10; i++) {
     time = ALPHABET[t % 32] + time;
     t = Math.floor(t / 32);
   }
-  // 80 bits -> 16 base32 chars, 5 bits each.
-  const rand = withRandomBytes(10, (bytes, at) => {
+  return time;
+}
+
+/** 80 random bits as 16 base32 characters. */
+function randomPart(): string {
+  return withRandomBytes(10, (bytes, at) => {
     let out = '';
     let acc = 0;
     let bits = 0;
@@ -51,5 +52,41 @@ export function newId(prefix: IdPrefix, now = Date.now()): string {
     }
     return out;
   });
-  return `${prefix}_${time}${rand}`;
+}
+
+/** The base32 number plus one, or null when every character was the last one ('z'). */
+export function incrementIdPart(part: string): string | null {
+  for (let i = part.length - 1; i >= 0; i--) {
+    const d = ALPHABET.indexOf(part[i]!);
+    if (d < 31) return part.slice(0, i) + ALPHABET[d + 1] + '0'.repeat(part.length - i - 1);
+  }
+  return null;
+}
+
+// The last id this process made from the clock: ids of the same millisecond (or of a clock
+// that stepped back) continue from it, so a process's ids sort in the order it made them.
+let lastMs = -1;
+let lastPart = '';
+
+/**
+ * `<prefix>_<10 chars time><16 chars random>`: 48-bit millisecond time then 80 random
+ * bits, so ids sort by creation time (cursor pagination and "newest first" use that).
+ * Within one process they are strictly increasing, as ULIDs' monotonic mode: an id made in
+ * the same millisecond as the previous one (or after the clock stepped back) keeps that
+ * time and adds one to its random part. Ids made by several processes in one millisecond
+ * sort by their random parts. With `at` (a given time, e.g. the lower bound of a time
+ * range) the id takes that time and fresh random bits, and leaves the sequence alone.
+ */
+export function newId(prefix: IdPrefix, at?: number): string {
+  if (at !== undefined) return `${prefix}_${idTime(at)}${randomPart()}`;
+  const now = Date.now();
+  const next = now > lastMs ? null : incrementIdPart(lastPart);
+  if (next !== null) {
+    lastPart = next;
+  } else {
+    // A new millisecond, or (in theory) 2^80 ids in one: move on to the next.
+    lastMs = now > lastMs ? now : lastMs + 1;
+    lastPart = randomPart();
+  }
+  return `${prefix}_${idTime(lastMs)}${lastPart}`;
 }

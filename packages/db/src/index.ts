@@ -1,4 +1,4 @@
-export { newId, ID_PREFIXES, type IdPrefix } from './ids';
+export { newId, idTime, ID_PREFIXES, type IdPrefix } from './ids';
 export { createPool, parseDatabaseUrl, type Pool } from './pool';
 export { createPrisma } from './prisma';
 export { migrate } from './migrate';

@@ -1,4 +1,4 @@
-import { newId, type Pool } from '@hookline/db';
+import { idTime, newId, type Pool } from '@hookline/db';
 import { signRecord } from './canonical';
 import type { EvidenceKey } from './evidence-key';
 import { originOf, receiptLeafHash, type Receipt } from './receipt';
@@ -54,8 +54,7 @@ ON CONFLICT (attempt_id) DO NOTHING`;
 
 /** The smallest id of the time-sortable id scheme created at `at` (see @hookline/db ids). */
 export function idFloor(prefix: string, at: Date): string {
-  const id = newId('att', at.getTime());
-  return `${prefix}_${id.slice(4, 14)}`;
+  return `${prefix}_${idTime(at.getTime())}`;
 }
 
 function toReceipt(key: EvidenceKey, a: AttemptRow, issuedAt: Date): Receipt {
