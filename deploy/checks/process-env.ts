@@ -45,11 +45,16 @@ export async function serviceContract(name: string): Promise<ProcessContract> {
   return { entry, schema: schemas[0]![1] as EnvSchema, load: loader };
 }
 
+/** `api`, `ingest`, … for a service's entry (`services/<name>/src/main.ts`), else undefined. */
+export function serviceOfEntry(entry: string): string | undefined {
+  return /^services\/([a-z-]+)\/src\/main\.ts$/.exec(entry)?.[1];
+}
+
 /** The contract of any entry file the manifests may run. */
 export async function contractFor(entry: string): Promise<ProcessContract> {
   if (!existsSync(resolve(REPO_ROOT, entry))) throw new Error(`${entry} does not exist in the repository`);
-  const service = /^services\/([a-z-]+)\/src\/main\.ts$/.exec(entry);
-  if (service) return serviceContract(service[1]!);
+  const service = serviceOfEntry(entry);
+  if (service) return serviceContract(service);
   // scripts/migrate.ts reads only DATABASE_URL (loadConfig({ DATABASE_URL: baseEnv.DATABASE_URL })).
   if (entry === 'scripts/migrate.ts') return { entry, schema: { DATABASE_URL: baseEnv.DATABASE_URL } };
   if (entry === 'deploy/scripts/wait-for-migrations.ts') return { entry, schema: waitEnv };
@@ -67,7 +72,7 @@ const RUNTIME_ENV = new Set(['NODE_OPTIONS']);
  * NODE_OPTIONS where it sets one, else the image's `ENV NODE_OPTIONS` (SERVICE_NODE_OPTIONS).
  */
 export function nodeOptionsProblems(entry: string, env: Record<string, string>): string[] {
-  if (!/^services\/[a-z-]+\/src\/main\.ts$/.test(entry)) return [];
+  if (!serviceOfEntry(entry)) return [];
   const given = env.NODE_OPTIONS ?? SERVICE_NODE_OPTIONS;
   const want = nodeOptionsFor(entry);
   if (given === want) return [];

@@ -6,7 +6,7 @@ import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
 import type { K8sObject } from './kustomize-lite';
 import { containerEnv, type ResolvedEnv } from './pod-env';
-import { contractFor, EDGE_CONTRACT, type ProcessContract } from './process-env';
+import { contractFor, EDGE_CONTRACT, serviceOfEntry, type ProcessContract } from './process-env';
 
 export interface Workload {
   kind: 'Deployment' | 'Job';
@@ -39,7 +39,7 @@ async function process(objects: K8sObject[], c: IContainer, init: boolean, ns: s
   const resolved = containerEnv(objects, c, ns);
   if (isEdge(c)) return { container: c, init, entry: 'hookline-edge', contract: EDGE_CONTRACT, resolved };
   const entry = c.args?.[0] ?? c.command?.[0] ?? '(none)';
-  const service = /^services\/([a-z-]+)\/src\/main\.ts$/.exec(entry)?.[1];
+  const service = serviceOfEntry(entry);
   try {
     return { container: c, init, entry, service, contract: await contractFor(entry), resolved };
   } catch (err) {

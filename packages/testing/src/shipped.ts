@@ -41,8 +41,9 @@ async function bundled(entry: string): Promise<string> {
 }
 
 /**
- * `node scripts/launch.cjs <entry>` with the image's NODE_OPTIONS (then `userNodeOptions`,
- * which win), the entry bundled first.
+ * `node scripts/launch.cjs <entry>` with the entry's V8 flags (nodeOptionsFor: the image's
+ * NODE_OPTIONS, or the deliverer's own), then `userNodeOptions`, which win; the entry
+ * bundled first.
  */
 export async function shippedCommand(entry: string, userNodeOptions = process.env.NODE_OPTIONS): Promise<ShippedCommand> {
   const dir = await bundled(entry);

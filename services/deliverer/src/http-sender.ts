@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { basicAuth, errorKindOf, errorMessage, pickHeaders, readLimited, type DestinationSettings, type SendResult } from '@hookline/delivery';
 import { Pool } from 'undici';
+import { boundedMemo } from './bounded-memo';
 import { ConcurrencyLimits } from './limiter';
 import type { SsrfGuard } from './ssrf/ssrf-guard';
 import { createTlsAlertTracker } from './tls-alerts';
@@ -49,18 +50,13 @@ export function createHttpSender(opts: HttpSenderOptions): HttpSender {
   const maxPools = opts.maxPools ?? 1000;
   const tlsAlerts = createTlsAlertTracker();
   // Parsing a destination URL (and its userinfo) for every request was a cost of its own in
-  // the deliverer's profile; a destination's URL rarely changes. Invalid URLs are not kept.
-  const parsedUrls = new Map<string, ParsedUrl>();
-  const parse = (raw: string): ParsedUrl => {
-    let parsed = parsedUrls.get(raw);
-    if (parsed) return parsed;
+  // the deliverer's profile; a destination's URL rarely changes. Invalid URLs throw, so
+  // they are not kept.
+  const parse = boundedMemo(PARSED_URLS_MAX, (raw): ParsedUrl => {
     const url = new URL(raw);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`unsupported scheme ${url.protocol}`);
-    parsed = { url, path: `${url.pathname}${url.search}`, auth: basicAuth(url) };
-    if (parsedUrls.size >= PARSED_URLS_MAX) parsedUrls.clear();
-    parsedUrls.set(raw, parsed);
-    return parsed;
-  };
+    return { url, path: `${url.pathname}${url.search}`, auth: basicAuth(url) };
+  });
 
   const poolFor = (t: SendTarget, url: URL): Pool => {
     const m = t.settings.mtls;
