@@ -184,9 +184,9 @@ describe('routeEvents filters', () => {
     const pool = new Proxy(db.pool, {
       get: (target, prop, receiver) =>
         prop === 'query'
-          ? (text: string, values?: unknown[]) => {
-              if (text.includes('FROM event_payloads')) asked.push([...(values![0] as string[])].sort());
-              return target.query(text, values);
+          ? (q: string | { text: string }, values?: unknown[]) => {
+              if (typeof q === 'string' && q.includes('FROM event_payloads')) asked.push([...(values![0] as string[])].sort());
+              return target.query(q as string, values);
             }
           : Reflect.get(target, prop, receiver),
     });

@@ -9,6 +9,8 @@ export interface StatementCost {
   meanMs: number;
   rowsPerCall: number;
   sharePct: number;
+  /** Mean planning time per call (0 unless the server runs with pg_stat_statements.track_planning=on). */
+  planMeanMs: number;
   query: string;
 }
 
@@ -16,8 +18,8 @@ export async function topStatements(url: string, limit = 12): Promise<StatementC
   const c = new Client({ connectionString: parseDatabaseUrl(url).connectionString });
   await c.connect();
   try {
-    const r = await c.query<{ calls: string; total: number; mean: number; rows: string; share: number; query: string }>(
-      `SELECT calls, total_exec_time AS total, mean_exec_time AS mean, rows,
+    const r = await c.query<{ calls: string; total: number; mean: number; plan: number; rows: string; share: number; query: string }>(
+      `SELECT calls, total_exec_time AS total, mean_exec_time AS mean, mean_plan_time AS plan, rows,
               100 * total_exec_time / NULLIF(sum(total_exec_time) OVER (), 0) AS share, query
        FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
        ORDER BY total_exec_time DESC LIMIT $1`,
@@ -29,6 +31,7 @@ export async function topStatements(url: string, limit = 12): Promise<StatementC
       meanMs: Math.round(x.mean * 1000) / 1000,
       rowsPerCall: Number(x.calls) ? Math.round((Number(x.rows) / Number(x.calls)) * 10) / 10 : 0,
       sharePct: Math.round((x.share ?? 0) * 10) / 10,
+      planMeanMs: Math.round((x.plan ?? 0) * 1000) / 1000,
       query: x.query.replace(/\s+/g, ' ').slice(0, 220),
     }));
   } finally {

@@ -123,7 +123,9 @@ export function printSummary(r: BenchReport): void {
   const top = r.hookline.pgTopStatements;
   if (top?.length) {
     console.log('\nPostgreSQL time by statement (pg_stat_statements, Hookline phases):');
-    for (const q of top) console.log(`  ${String(q.sharePct).padStart(5)} %  ${n(q.calls).padStart(9)} calls  ${String(q.meanMs).padStart(8)} ms  ${String(q.rowsPerCall).padStart(6)} rows  ${q.query.slice(0, 110)}`);
+    const planned = top.some((q) => q.planMeanMs > 0);
+    const plan = (q: StatementCost): string => (planned ? `  ${String(q.planMeanMs).padStart(7)} ms plan` : '');
+    for (const q of top) console.log(`  ${String(q.sharePct).padStart(5)} %  ${n(q.calls).padStart(9)} calls  ${String(q.meanMs).padStart(8)} ms${plan(q)}  ${String(q.rowsPerCall).padStart(6)} rows  ${q.query.slice(0, 110)}`);
   }
   console.log(`\nratios: ${Object.entries(r.ratios).filter(([, v]) => v !== null).map(([k, v]) => `${k}=${v}`).join('  ')}`);
   console.log('\ntargets:');

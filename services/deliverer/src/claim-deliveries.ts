@@ -1,4 +1,4 @@
-import type { Pool } from '@hookline/db';
+import { hotStatement, type Pool } from '@hookline/db';
 import { CLAIMABLE_SQL, freeSql, sendContextSelect, type SendContextColumns } from '@hookline/delivery';
 
 /** A delivery this process now holds (leased; its status unchanged), with all it needs to send. */
@@ -40,7 +40,7 @@ interface Row extends SendContextColumns {
 // statistics (a table that grew since its last ANALYZE, a destination whose backlog grew),
 // chose to scan the destination's whole backlog by the (destination, next_attempt_at)
 // index: 100 ms claims in the benchmark, and slower the larger the backlog.
-const CLAIM_SQL = `
+export const CLAIM_SQL = `
 WITH cand AS (
   SELECT d.id
   FROM (SELECT DISTINCT unnest($1::text[]) AS id) x
@@ -71,7 +71,7 @@ export interface ClaimInput {
 /** Deliveries not returned were not claimable (sent already, held by another claim, or not due). */
 export async function claimDeliveries(pool: Pool, input: ClaimInput): Promise<ClaimedDelivery[]> {
   if (input.deliveryIds.length === 0) return [];
-  const { rows } = await pool.query<Row>(CLAIM_SQL, [input.deliveryIds, input.slackMs, input.leaseMs, input.leaseOwner]);
+  const { rows } = await pool.query<Row>(hotStatement('deliverer_claim', CLAIM_SQL, [input.deliveryIds, input.slackMs, input.leaseMs, input.leaseOwner]));
   return rows.map((r) => ({
     id: r.id,
     tenantId: r.tenant_id,

@@ -24,7 +24,7 @@ async function main(): Promise<void> {
   const pools = parseDedicatedPools(config.DEDICATED_POOLS);
   const logger = createLogger('deliverer', config.LOG_LEVEL);
   const { metrics, tracer } = createObservability('deliverer', config, logger);
-  const pool = instrumentPool(createPool(config.DATABASE_URL, config.DB_POOL_MAX), metrics);
+  const pool = instrumentPool(createPool(config.DATABASE_URL, config.DB_POOL_MAX, { indexPlans: true }), metrics);
   const workerRedis = instrumentRedis(createRedis(config.REDIS_URL, 'worker', config.REDIS_CLUSTER_NODES), metrics);
   const redis = instrumentRedis(createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER_NODES), metrics);
   // Retries and breaker scripts go through this connection: wait for it at boot.

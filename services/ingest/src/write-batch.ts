@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Pool } from '@hookline/db';
+import { hotStatement, type Pool } from '@hookline/db';
 
 /** One verified request, ready to be stored. */
 export interface PendingEvent {
@@ -32,7 +32,7 @@ export type WriteOutcome = { kind: 'accepted'; eventId: string } | { kind: 'dupl
  * then insert the events that need no claim or won theirs, with their payloads.
  * Claims go in key order so that two flushes never lock the same keys crosswise.
  */
-const STORE = `WITH input AS (
+export const STORE = `WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[],
       $9::text[], $10::jsonb[], $11::text[], $12::bytea[], $13::text[]) AS u(id, t, i, ty, c, d, ip, r, ct, h, q, b, rh)
   ), claimed AS (
@@ -70,7 +70,7 @@ export async function writeBatch(pool: Pool, items: readonly PendingEvent[], ded
   });
   const input = items.filter((e, i) => e.dedupKey === null || firstOf.get(slot(e)) === i);
   const col = <T>(f: (e: PendingEvent) => T): T[] => input.map(f);
-  const { rows } = await pool.query<{ id: string }>(STORE, [
+  const { rows } = await pool.query<{ id: string }>(hotStatement('ingest_store', STORE, [
     col((e) => e.eventId),
     col((e) => e.tenantId),
     col((e) => e.ingesterId),
@@ -85,7 +85,7 @@ export async function writeBatch(pool: Pool, items: readonly PendingEvent[], ded
     col((e) => e.body),
     col((e) => (e.dedupKey === null ? null : createHash('sha256').update(e.body).digest('hex'))),
     dedupWindowSeconds,
-  ]);
+  ]));
   const stored = new Set(rows.map((r) => r.id));
   const lost = input.filter((e) => !stored.has(e.eventId));
   const original = new Map<string, string>();

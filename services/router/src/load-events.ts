@@ -1,4 +1,4 @@
-import type { Pool } from '@hookline/db';
+import { hotStatement, type Pool } from '@hookline/db';
 
 export interface RoutableEvent {
   id: string;
@@ -18,7 +18,7 @@ export interface EventPayload {
 }
 
 // One query for the whole batch; events past `validated` were routed already and are skipped.
-const LOAD_EVENTS = `SELECT e.id, e.tenant_id, e.ingester_id, e.type, e.correlation_id, COALESCE(i.provider, 'generic') AS provider
+export const LOAD_EVENTS = `SELECT e.id, e.tenant_id, e.ingester_id, e.type, e.correlation_id, COALESCE(i.provider, 'generic') AS provider
   FROM events e
   LEFT JOIN ingesters i ON i.id = e.ingester_id
   WHERE e.id = ANY($1::text[]) AND e.status = 'validated'`;
@@ -27,7 +27,7 @@ const LOAD_PAYLOADS = `SELECT event_id, content_type, headers, query, body FROM 
 
 export async function loadValidatedEvents(pool: Pool, eventIds: readonly string[]): Promise<RoutableEvent[]> {
   if (eventIds.length === 0) return [];
-  const { rows } = await pool.query<RoutableEvent>(LOAD_EVENTS, [eventIds]);
+  const { rows } = await pool.query<RoutableEvent>(hotStatement('router_load_events', LOAD_EVENTS, [eventIds]));
   return rows;
 }
 

@@ -16,7 +16,7 @@ async function main(): Promise<void> {
   const pools = parseDedicatedPools(config.DEDICATED_POOLS);
   const logger = createLogger('router', config.LOG_LEVEL);
   const { metrics, tracer } = createObservability('router', config, logger);
-  const pool = instrumentPool(createPool(config.DATABASE_URL, config.DB_POOL_MAX), metrics);
+  const pool = instrumentPool(createPool(config.DATABASE_URL, config.DB_POOL_MAX, { indexPlans: true }), metrics);
   const redisOf = (role: 'worker' | 'producer') => instrumentRedis(createRedis(config.REDIS_URL, role, config.REDIS_CLUSTER_NODES), metrics);
   const workerRedis = redisOf('worker');
   const producerRedis = redisOf('producer');
