@@ -9,6 +9,7 @@ import { recordOutcomes, type Outcome } from '@hookline/delivery';
 import { claimDeliveries, CLAIM_SQL } from '../services/deliverer/src/claim-deliveries';
 import { STORE } from '../services/ingest/src/write-batch';
 import { LOAD_EVENTS } from '../services/router/src/load-events';
+import { ROUTE } from '../services/router/src/route-events';
 import { createHarness, type Harness } from './deliverer-fixtures';
 
 jest.setTimeout(60_000);
@@ -55,6 +56,7 @@ async function genericPlan(pool: Pool, sql: string, args: string): Promise<strin
 const STATEMENTS: Array<[string, string, string]> = [
   ['ingest_store', STORE, `${Array(13).fill("'{}'").join(', ')}, 60`],
   ['router_load_events', LOAD_EVENTS, `'{evt_x}'`],
+  ['router_route', ROUTE, `${Array(7).fill("'{}'").join(', ')}`],
   ['deliverer_claim', CLAIM_SQL, `'{dlv_x}', 250, 60000, 'owner'`],
 ];
 

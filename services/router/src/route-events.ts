@@ -1,4 +1,4 @@
-import { newId, type Pool } from '@hookline/db';
+import { hotStatement, newId, type Pool } from '@hookline/db';
 import { buildFilterDocument, type FilterDocument } from '@hookline/filters';
 import type { Logger } from '@hookline/logger';
 import type { Metrics } from '@hookline/observability';
@@ -49,7 +49,7 @@ interface NewDelivery {
 // One statement, so one round trip and atomic without BEGIN/COMMIT: the deliveries (the
 // (event, flow) key stops a second one when a job repeats) and the events' move from
 // `validated` to `filtered`. With no delivery to make, the INSERT gets empty arrays.
-const ROUTE = `WITH created AS (
+export const ROUTE = `WITH created AS (
     INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, status, next_attempt_at, created_at, updated_at)
     SELECT u.id, u.tenant_id, u.event_id, u.flow_id, u.destination_id, 'pending', now(), now(), now()
     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(id, tenant_id, event_id, flow_id, destination_id)
@@ -90,10 +90,10 @@ export async function routeEvents(deps: RouteDeps, input: RouteInput): Promise<R
   outcome.unmatched = reasons.filter((r) => r !== null).length;
 
   const cols = (k: keyof NewDelivery): string[] => deliveries.map((d) => d[k]);
-  const { rows } = await deps.pool.query<{ routed: number; delivery_ids: string[] }>(ROUTE, [
+  const { rows } = await deps.pool.query<{ routed: number; delivery_ids: string[] }>(hotStatement('router_route', ROUTE, [
     cols('id'), cols('tenantId'), cols('eventId'), cols('flowId'), cols('destinationId'),
     events.map((e) => e.id), reasons,
-  ]);
+  ]));
   outcome.routed = rows[0]!.routed;
   outcome.deliveryIds = rows[0]!.delivery_ids;
   const created = new Set(outcome.deliveryIds);
