@@ -254,12 +254,39 @@ test('a window with more receipts than a root may hold is sealed into several ro
   const unsealed = rows[0]!.n;
   expect(unsealed).toBeGreaterThanOrEqual(5);
   // One window spanning decades (aligned to multiples of 10^12 ms), roots of at most 2 leaves.
-  const roots = await sealDueWindows(pool, key, { windowMs: 1e12, before: new Date(Date.now() + 1e12), maxLeaves: 2 });
+  const roots = await sealDueWindows(pool, key, { windowMs: 1e12, before: new Date(Date.now() + 1e12), maxLeaves: 2, budgetMs: 60_000 });
   expect(roots.map((r) => r.leaf_count)).toEqual([...Array(Math.floor(unsealed / 2)).fill(2), ...(unsealed % 2 ? [1] : [])]);
   expect(new Set(roots.map((r) => r.window_start)).size).toBe(1);
   const { rows: left } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM evidence_receipts WHERE merkle_root_id IS NULL');
   expect(left[0]!.n).toBe(0);
   for (const id of busy) {
+    const [bundle] = (await evidenceFor(pool, h.tenantId, id))!;
+    expect(verifyReceipt(bundle!.receipt, bundle!.proof!, bundle!.root!, { key: key.key }).valid).toBe(true);
+  }
+});
+
+test('a sealing pass starts no new root once its budget is spent, and the next pass goes on where it stopped', async () => {
+  const pool = h.db.pool;
+  const dst = await h.destination(`${rx.url}/budget`);
+  const ids: string[] = [];
+  for (let i = 0; i < 5; i++) ids.push((await h.delivery(dst.id, { body: `{"budget":${i}}` })).deliveryId);
+  await h.run(ids);
+  expect(await issueReceipts(pool, key)).toBe(5);
+  const unsealed = async (): Promise<number> => (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM evidence_receipts WHERE merkle_root_id IS NULL')).rows[0]!.n;
+  const before = await unsealed();
+  expect(before).toBe(5);
+  // The clock reads 0 when the pass starts and 1,000 ms afterwards: past a 100 ms budget after the first root.
+  let reads = 0;
+  const clock = (): number => (reads++ === 0 ? 0 : 1_000);
+  const opts = { windowMs: 1e12, before: new Date(Date.now() + 1e12), maxLeaves: 2, budgetMs: 100 };
+  const first = await sealDueWindows(pool, key, { ...opts, clock });
+  expect(first.map((r) => r.leaf_count)).toEqual([2]);
+  expect(await unsealed()).toBe(3);
+  // Within its budget, the next pass seals the rest.
+  const rest = await sealDueWindows(pool, key, { ...opts, budgetMs: 60_000 });
+  expect(rest.map((r) => r.leaf_count)).toEqual([2, 1]);
+  expect(await unsealed()).toBe(0);
+  for (const id of ids) {
     const [bundle] = (await evidenceFor(pool, h.tenantId, id))!;
     expect(verifyReceipt(bundle!.receipt, bundle!.proof!, bundle!.root!, { key: key.key }).valid).toBe(true);
   }
