@@ -243,22 +243,29 @@ test('the CLI verifies a bundle file and refuses a tampered one', async () => {
   expect(await cli(bad)).toMatchObject({ code: 1, out: expect.stringContaining('FAIL') });
 });
 
+/** Five deliveries sent to `path` and their receipts issued, unsealed; their ids. */
+async function fiveReceipts(path: string): Promise<string[]> {
+  const dst = await h.destination(`${rx.url}/${path}`);
+  const ids: string[] = [];
+  for (let i = 0; i < 5; i++) ids.push((await h.delivery(dst.id, { body: `{"${path}":${i}}` })).deliveryId);
+  await h.run(ids);
+  expect(await issueReceipts(h.db.pool, key)).toBe(5);
+  return ids;
+}
+
+const countUnsealed = async (): Promise<number> =>
+  (await h.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM evidence_receipts WHERE merkle_root_id IS NULL')).rows[0]!.n;
+
 test('a window with more receipts than a root may hold is sealed into several roots, each receipt in one', async () => {
   const pool = h.db.pool;
-  const dst = await h.destination(`${rx.url}/busy`);
-  const busy: string[] = [];
-  for (let i = 0; i < 5; i++) busy.push((await h.delivery(dst.id, { body: `{"busy":${i}}` })).deliveryId);
-  await h.run(busy);
-  expect(await issueReceipts(pool, key)).toBe(5);
-  const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM evidence_receipts WHERE merkle_root_id IS NULL');
-  const unsealed = rows[0]!.n;
+  const busy = await fiveReceipts('busy');
+  const unsealed = await countUnsealed();
   expect(unsealed).toBeGreaterThanOrEqual(5);
   // One window spanning decades (aligned to multiples of 10^12 ms), roots of at most 2 leaves.
   const roots = await sealDueWindows(pool, key, { windowMs: 1e12, before: new Date(Date.now() + 1e12), maxLeaves: 2, budgetMs: 60_000 });
   expect(roots.map((r) => r.leaf_count)).toEqual([...Array(Math.floor(unsealed / 2)).fill(2), ...(unsealed % 2 ? [1] : [])]);
   expect(new Set(roots.map((r) => r.window_start)).size).toBe(1);
-  const { rows: left } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM evidence_receipts WHERE merkle_root_id IS NULL');
-  expect(left[0]!.n).toBe(0);
+  expect(await countUnsealed()).toBe(0);
   for (const id of busy) {
     const [bundle] = (await evidenceFor(pool, h.tenantId, id))!;
     expect(verifyReceipt(bundle!.receipt, bundle!.proof!, bundle!.root!, { key: key.key }).valid).toBe(true);
@@ -267,12 +274,8 @@ test('a window with more receipts than a root may hold is sealed into several ro
 
 test('a sealing pass starts no new root once its budget is spent, and the next pass goes on where it stopped', async () => {
   const pool = h.db.pool;
-  const dst = await h.destination(`${rx.url}/budget`);
-  const ids: string[] = [];
-  for (let i = 0; i < 5; i++) ids.push((await h.delivery(dst.id, { body: `{"budget":${i}}` })).deliveryId);
-  await h.run(ids);
-  expect(await issueReceipts(pool, key)).toBe(5);
-  const unsealed = async (): Promise<number> => (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM evidence_receipts WHERE merkle_root_id IS NULL')).rows[0]!.n;
+  const ids = await fiveReceipts('budget');
+  const unsealed = countUnsealed;
   const before = await unsealed();
   expect(before).toBe(5);
   // The clock reads 0 when the pass starts and 1,000 ms afterwards: past a 100 ms budget after the first root.
