@@ -1,6 +1,7 @@
 // The hot-path indexes (migrations 20261121030000_hot_path_indexes and
 // 20261121040000_lease_only_claims) serve the queries they were made for: with a long delivery history and few rows due, each sweep, lease and
 // purge statement (the services' own SQL) reads its partial index, never the whole table.
+import { createPool, type Pool } from '@hookline/db';
 import { seedTenant, createTestDatabase, type TestDatabase } from '@hookline/testing';
 import { IN_FLIGHT_SQL } from '../services/api/src/edge/cluster-status';
 import { LEASE_SQL } from '../services/api/src/edge/lease-work';
@@ -52,8 +53,8 @@ afterAll(async () => {
   await db.drop();
 });
 
-async function plan(sql: string, params: unknown[]): Promise<string> {
-  const { rows } = await db.pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params);
+async function plan(sql: string, params: unknown[], pool: Pool = db.pool): Promise<string> {
+  const { rows } = await pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params);
   return rows.map((r) => r['QUERY PLAN']).join('\n');
 }
 
@@ -87,4 +88,24 @@ test.each([
   const text = await plan(sql, params());
   for (const index of indexes) expect(text).toMatch(index);
   expect(text).not.toMatch(/Seq Scan on (deliveries|events)\b/);
+});
+
+// The router's and the deliverer's statements run on connections that plan with index
+// lookups only (INDEX_PLAN_SETTINGS, for their cached plans): their sweeps keep the same
+// partial indexes there.
+test.each([
+  ['router recovery sweep', STALE_EVENTS, () => [30_000, 1000], /events_received_at_validated_idx/],
+  ['deliverer recovery sweep', SWEEP_SQL, () => [30_000, 2000], /deliveries_next_attempt_at_due_idx/],
+  ['release of held leases at drain', RELEASE_SQL, () => ['x:', ['dlv_00000001', 'dlv_00000501']], /deliveries_pkey/],
+  ['DLQ purge', PURGE_SQL, () => [86_400_000, 500], /deliveries_exhausted_at_dlq_idx/],
+  ['edge wait sweep', TAKE_SQL, () => [60_000, 900_000, 2000, 'edge-wait:x'], /deliveries_destination_id_next_attempt_at_open_idx/],
+] as const)('%s reads the same index on the pipeline connections', async (_name, sql, params, index) => {
+  const pipeline = createPool(db.url, 1, { indexPlans: true });
+  try {
+    const text = await plan(sql, params(), pipeline);
+    expect(text).toMatch(index);
+    expect(text).not.toMatch(/Seq Scan on (deliveries|events)\b/);
+  } finally {
+    await pipeline.end();
+  }
 });
