@@ -9,7 +9,7 @@ import { newId, parseDatabaseUrl } from '@hookline/db';
 import { createLogger } from '@hookline/logger';
 import {
   canonical, evidenceFor, receiptsByDelivery, evidenceKey, inclusionPath, inclusionProof, issueReceipts, leafHash, listMerkleRoots, listReceipts, merkleRoot, nodeHash,
-  sealDueWindows, sealWindow, startEvidenceSealer, SWEEP_EVERY_MS, verifyInclusion, verifyReceipt, type EvidenceBundle,
+  ConcurrentSealError, SEAL_SELECT_SQL, sealDueWindows, sealWindow, startEvidenceSealer, SWEEP_EVERY_MS, verifyInclusion, verifyReceipt, type EvidenceBundle,
 } from '@hookline/evidence';
 import { startReceiver, waitFor, type Receiver } from '@hookline/testing';
 import { createHarness, type Harness } from './deliverer-fixtures';
@@ -289,6 +289,56 @@ test('a sealing pass starts no new root once its budget is spent, and the next p
   const rest = await sealDueWindows(pool, key, { ...opts, budgetMs: 60_000 });
   expect(rest.map((r) => r.leaf_count)).toEqual([2, 1]);
   expect(await unsealed()).toBe(0);
+  for (const id of ids) {
+    const [bundle] = (await evidenceFor(pool, h.tenantId, id))!;
+    expect(verifyReceipt(bundle!.receipt, bundle!.proof!, bundle!.root!, { key: key.key }).valid).toBe(true);
+  }
+});
+
+test('due windows are sealed oldest first, one after another within a pass', async () => {
+  const pool = h.db.pool;
+  const ids = await fiveReceipts('oldest');
+  // Two receipts into a window two hours ago, three into one an hour ago (issued_at is the sealing key).
+  const hour = 3_600_000;
+  await pool.query(`UPDATE evidence_receipts SET issued_at = now() - $2 * interval '1 millisecond' WHERE delivery_id = ANY($1::text[])`, [ids.slice(3), 2 * hour]);
+  await pool.query(`UPDATE evidence_receipts SET issued_at = now() - $2 * interval '1 millisecond' WHERE delivery_id = ANY($1::text[])`, [ids.slice(0, 3), hour]);
+  const roots = await sealDueWindows(pool, key, { windowMs: 60_000, before: new Date(), budgetMs: 60_000 });
+  expect(roots.map((r) => r.leaf_count)).toEqual([2, 3]);
+  expect(Date.parse(roots[0]!.window_start)).toBeLessThan(Date.parse(roots[1]!.window_start));
+  expect(Date.parse(roots[1]!.window_start) - Date.parse(roots[0]!.window_start)).toBeGreaterThanOrEqual(hour - 60_000);
+  expect(await countUnsealed()).toBe(0);
+});
+
+test('a sealer that another sealer overtook between its read and its update stores nothing; each receipt is in one root', async () => {
+  const pool = h.db.pool;
+  const ids = await fiveReceipts('race');
+  const window = { start: new Date(0), end: new Date(Date.now() + 60_000) };
+  let rival: Awaited<ReturnType<typeof sealWindow>> = null;
+  // Our sealer's connection: right after it has read the receipts, a rival seals them on another connection.
+  const watched = {
+    connect: async () => {
+      const client = await pool.connect();
+      return new Proxy(client, {
+        get: (target, prop, receiver) =>
+          prop === 'query'
+            ? async (text: string, values?: unknown[]) => {
+                const out = await target.query(text, values);
+                if (text === SEAL_SELECT_SQL) rival = await sealWindow(pool, key, h.tenantId, window);
+                return out;
+              }
+            : Reflect.get(target, prop, receiver),
+      });
+    },
+  } as unknown as typeof pool;
+  const rootCount = async (): Promise<number> => (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM merkle_roots')).rows[0]!.n;
+  const before = await rootCount();
+  await expect(sealWindow(watched, key, h.tenantId, window)).rejects.toBeInstanceOf(ConcurrentSealError);
+  expect(await rootCount()).toBe(before + 1);
+  expect(rival).toMatchObject({ leaf_count: 5 });
+  const { rows } = await pool.query<{ root: string; n: number }>(
+    `SELECT merkle_root_id AS root, count(*)::int AS n FROM evidence_receipts WHERE delivery_id = ANY($1::text[]) GROUP BY 1`, [ids],
+  );
+  expect(rows).toEqual([{ root: rival!.id, n: 5 }]);
   for (const id of ids) {
     const [bundle] = (await evidenceFor(pool, h.tenantId, id))!;
     expect(verifyReceipt(bundle!.receipt, bundle!.proof!, bundle!.root!, { key: key.key }).valid).toBe(true);
