@@ -11,7 +11,7 @@ export interface Window {
 
 /**
  * A root covers at most this many receipts; a busier window gets several roots. Each root
- * is one transaction that locks, hashes and updates its receipts: at 50,000 the api held
+ * is one transaction that reads, hashes and updates its receipts: at 50,000 the api held
  * every row in memory at once and PostgreSQL spent ~1.7 s of a core in one UPDATE (a
  * minute's window at 3,000 attempts/s), stalling deliveries meanwhile; at 10,000 one
  * UPDATE still took ~0.4-0.5 s (about 50 µs per receipt). 2,500 is ~0.13 s.
