@@ -253,6 +253,14 @@ async function fiveReceipts(path: string): Promise<string[]> {
   return ids;
 }
 
+/** Each delivery's receipt is sealed, with a proof that verifies against its root. */
+async function expectProofsVerify(deliveryIds: string[]): Promise<void> {
+  for (const id of deliveryIds) {
+    const [bundle] = (await evidenceFor(h.db.pool, h.tenantId, id))!;
+    expect(verifyReceipt(bundle!.receipt, bundle!.proof!, bundle!.root!, { key: key.key }).valid).toBe(true);
+  }
+}
+
 const countUnsealed = async (): Promise<number> =>
   (await h.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM evidence_receipts WHERE merkle_root_id IS NULL')).rows[0]!.n;
 
@@ -266,33 +274,25 @@ test('a window with more receipts than a root may hold is sealed into several ro
   expect(roots.map((r) => r.leaf_count)).toEqual([...Array(Math.floor(unsealed / 2)).fill(2), ...(unsealed % 2 ? [1] : [])]);
   expect(new Set(roots.map((r) => r.window_start)).size).toBe(1);
   expect(await countUnsealed()).toBe(0);
-  for (const id of busy) {
-    const [bundle] = (await evidenceFor(pool, h.tenantId, id))!;
-    expect(verifyReceipt(bundle!.receipt, bundle!.proof!, bundle!.root!, { key: key.key }).valid).toBe(true);
-  }
+  await expectProofsVerify(busy);
 });
 
 test('a sealing pass starts no new root once its budget is spent, and the next pass goes on where it stopped', async () => {
   const pool = h.db.pool;
   const ids = await fiveReceipts('budget');
-  const unsealed = countUnsealed;
-  const before = await unsealed();
-  expect(before).toBe(5);
+  expect(await countUnsealed()).toBe(5);
   // The clock reads 0 when the pass starts and 1,000 ms afterwards: past a 100 ms budget after the first root.
   let reads = 0;
   const clock = (): number => (reads++ === 0 ? 0 : 1_000);
   const opts = { windowMs: 1e12, before: new Date(Date.now() + 1e12), maxLeaves: 2, budgetMs: 100 };
   const first = await sealDueWindows(pool, key, { ...opts, clock });
   expect(first.map((r) => r.leaf_count)).toEqual([2]);
-  expect(await unsealed()).toBe(3);
+  expect(await countUnsealed()).toBe(3);
   // Within its budget, the next pass seals the rest.
   const rest = await sealDueWindows(pool, key, { ...opts, budgetMs: 60_000 });
   expect(rest.map((r) => r.leaf_count)).toEqual([2, 1]);
-  expect(await unsealed()).toBe(0);
-  for (const id of ids) {
-    const [bundle] = (await evidenceFor(pool, h.tenantId, id))!;
-    expect(verifyReceipt(bundle!.receipt, bundle!.proof!, bundle!.root!, { key: key.key }).valid).toBe(true);
-  }
+  expect(await countUnsealed()).toBe(0);
+  await expectProofsVerify(ids);
 });
 
 test('due windows are sealed oldest first, one after another within a pass', async () => {
@@ -300,8 +300,9 @@ test('due windows are sealed oldest first, one after another within a pass', asy
   const ids = await fiveReceipts('oldest');
   // Two receipts into a window two hours ago, three into one an hour ago (issued_at is the sealing key).
   const hour = 3_600_000;
-  await pool.query(`UPDATE evidence_receipts SET issued_at = now() - $2 * interval '1 millisecond' WHERE delivery_id = ANY($1::text[])`, [ids.slice(3), 2 * hour]);
-  await pool.query(`UPDATE evidence_receipts SET issued_at = now() - $2 * interval '1 millisecond' WHERE delivery_id = ANY($1::text[])`, [ids.slice(0, 3), hour]);
+  for (const [some, ago] of [[ids.slice(3), 2 * hour], [ids.slice(0, 3), hour]] as const) {
+    await pool.query(`UPDATE evidence_receipts SET issued_at = now() - $2 * interval '1 millisecond' WHERE delivery_id = ANY($1::text[])`, [some, ago]);
+  }
   const roots = await sealDueWindows(pool, key, { windowMs: 60_000, before: new Date(), budgetMs: 60_000 });
   expect(roots.map((r) => r.leaf_count)).toEqual([2, 3]);
   expect(Date.parse(roots[0]!.window_start)).toBeLessThan(Date.parse(roots[1]!.window_start));
@@ -339,8 +340,5 @@ test('a sealer that another sealer overtook between its read and its update stor
     `SELECT merkle_root_id AS root, count(*)::int AS n FROM evidence_receipts WHERE delivery_id = ANY($1::text[]) GROUP BY 1`, [ids],
   );
   expect(rows).toEqual([{ root: rival!.id, n: 5 }]);
-  for (const id of ids) {
-    const [bundle] = (await evidenceFor(pool, h.tenantId, id))!;
-    expect(verifyReceipt(bundle!.receipt, bundle!.proof!, bundle!.root!, { key: key.key }).valid).toBe(true);
-  }
+  await expectProofsVerify(ids);
 });

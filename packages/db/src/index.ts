@@ -1,5 +1,5 @@
 export { newId, idTime, ID_PREFIXES, type IdPrefix } from './ids';
-export { createPool, hotStatement, INDEX_PLAN_SETTINGS, parseDatabaseUrl, type Pool, type PoolOptions } from './pool';
+export { createPool, hotStatement, parseDatabaseUrl, type Pool } from './pool';
 export { createPrisma } from './prisma';
 export { migrate } from './migrate';
 export type { PrismaClient } from './generated/client';
