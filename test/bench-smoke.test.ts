@@ -33,6 +33,11 @@ test('a tiny bench run exits 0 and writes a report with figures, processes, rati
   expect(lat.drain.drained).toBe(true);
   expect(lat.deliveryLatencyMs.count).toBeGreaterThanOrEqual(lat.load.ok2xx * 2); // at least once
   for (const k of ['p50', 'p90', 'p99', 'max']) expect(typeof lat.deliveryLatencyMs[k]).toBe('number');
+  // By second of the phase, from Hookline's own timestamps: every delivery of the phase, in order.
+  const seconds = lat.bySecondMs as Array<{ s: number; deliveries: number; p50: number; p99: number; max: number }>;
+  expect(seconds.map((x) => x.s)).toEqual([...seconds.map((x) => x.s)].sort((a, b) => a - b));
+  expect(seconds.reduce((n, x) => n + x.deliveries, 0)).toBeGreaterThanOrEqual(lat.load.ok2xx * 2);
+  for (const x of seconds) expect(x.p50 <= x.p99 && x.p99 <= x.max).toBe(true);
   expect(Object.keys(r.hookline.processes).sort()).toEqual(['api', 'deliverer', 'ingest', 'router']);
   expect(r.hookline.processes.ingest.peakRssMb).toBeGreaterThan(0);
   expect(r.hookline.queueDepths.length).toBeGreaterThan(0);

@@ -2,7 +2,7 @@
 // flows point at the receiver (`/hookline/f{f}/d{i}`).
 import { ApiClient, type HookSetup } from './api-client';
 import type { RunningSut } from './baselines';
-import { stageBreakdown } from './stage-breakdown';
+import { latencyBySecond, stageBreakdown } from './stage-breakdown';
 import { SERVICES, startStack, type Stack } from './stack';
 
 export interface HooklineSut extends RunningSut {
@@ -31,6 +31,7 @@ export async function startHookline(o: { databaseUrl: string; redisUrl: string; 
       processes: [...SERVICES],
       pids: () => stack.pids() as Record<string, number>,
       stages: (from, to) => stageBreakdown(stack.pool, from, to),
+      bySecond: (from, to) => latencyBySecond(stack.pool, from, to),
       async pauseDownstream() {
         await Promise.all([stack.kill('router'), stack.kill('deliverer')]);
         return async () => {

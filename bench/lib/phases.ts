@@ -5,7 +5,7 @@ import type { IpcClient } from './ipc';
 import { constantRate, gatedLoop, saturate, type GatedResult, type LoadResult } from './load';
 import type { Monitor } from './monitor';
 import type { ProcSampler, ProcSummary } from './proc-sampler';
-import type { StageBreakdown } from './stage-breakdown';
+import type { SecondOfLatency, StageBreakdown } from './stage-breakdown';
 
 export interface Sut {
   name: string;
@@ -17,6 +17,8 @@ export interface Sut {
   processes: string[];
   /** Where the time went for events received in [from, to) (Hookline only). */
   stages?(from: number, to: number): Promise<StageBreakdown>;
+  /** Received→delivered per second of the phase (from the system's own timestamps). */
+  bySecond?(from: number, to: number): Promise<SecondOfLatency[]>;
   /** Stops every process after the ingest tier (the workers); resolves to a function that starts them again. */
   pauseDownstream?(): Promise<() => Promise<void>>;
 }
@@ -55,6 +57,7 @@ export interface PhaseResult<L extends LoadResult = LoadResult> {
   drain?: Drain;
   deliveryLatencyMs?: LatencySummary;
   stagesMs?: StageBreakdown;
+  bySecondMs?: SecondOfLatency[];
 }
 
 /**
@@ -157,6 +160,8 @@ export async function latencyPhase(ctx: PhaseCtx, rate: number, fanout: number, 
   const processes = procsOf(ctx, from);
   const d = await drain(ctx, base, load.ok2xx * fanout);
   const stats = await ctx.receiver.call<ReceiverStats>('stats');
-  const stagesMs = await ctx.sut.stages?.(from, Date.now()).catch(() => undefined);
-  return { load, processes, drain: d, deliveryLatencyMs: stats.latency, ...(stagesMs ? { stagesMs } : {}) };
+  const to = Date.now();
+  const stagesMs = await ctx.sut.stages?.(from, to).catch(() => undefined);
+  const bySecondMs = await ctx.sut.bySecond?.(from, to).catch(() => undefined);
+  return { load, processes, drain: d, deliveryLatencyMs: stats.latency, ...(stagesMs ? { stagesMs } : {}), ...(bySecondMs ? { bySecondMs } : {}) };
 }

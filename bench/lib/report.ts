@@ -108,6 +108,7 @@ export function printSummary(r: BenchReport): void {
       if (!l.stagesMs) continue;
       console.log(`\nHookline at ${rate}/s ${f}, where the time went (ms p50/p90/p99, from PostgreSQL timestamps):`);
       for (const [stage, v] of Object.entries(l.stagesMs)) console.log(`  ${stage.padEnd(46)} ${v.p50}/${v.p90}/${v.p99}`);
+      if (l.bySecondMs?.length) console.log(`  p99 received→delivered by second of the phase: ${l.bySecondMs.map((x) => x.p99).join(' ')}`);
     }
   for (const [name, s] of sys)
     for (const [f, e] of Object.entries(s.e2e)) {

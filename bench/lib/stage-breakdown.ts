@@ -30,3 +30,30 @@ export async function stageBreakdown(pool: Pool, from: number, to: number): Prom
   }
   return out;
 }
+
+/** One second of a latency phase: events received in it and their received→delivered times (ms). */
+export interface SecondOfLatency {
+  /** Seconds since the start of the window. */
+  s: number;
+  deliveries: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+const BY_SECOND = `
+  SELECT floor(extract(epoch FROM e.received_at - $1::timestamptz))::int AS s, count(*)::int AS deliveries,
+    percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY extract(epoch FROM d.delivered_at - e.received_at) * 1000) AS p,
+    max(extract(epoch FROM d.delivered_at - e.received_at) * 1000) AS max
+  FROM events e JOIN deliveries d ON d.event_id = e.id
+  WHERE e.received_at >= $1 AND e.received_at < $2 AND d.delivered_at IS NOT NULL
+  GROUP BY 1 ORDER BY 1`;
+
+/**
+ * Received→delivered by the second the event was received in: shows whether a phase's tail
+ * is spread evenly or comes from a few stalled seconds (a checkpoint, a sealing pass, autovacuum).
+ */
+export async function latencyBySecond(pool: Pool, from: number, to: number): Promise<SecondOfLatency[]> {
+  const r = await pool.query<{ s: number; deliveries: number; p: number[]; max: number }>(BY_SECOND, [new Date(from), new Date(to)]);
+  return r.rows.map((x) => ({ s: x.s, deliveries: x.deliveries, p50: Math.round(Number(x.p[0])), p99: Math.round(Number(x.p[1])), max: Math.round(Number(x.max)) }));
+}
