@@ -6,7 +6,7 @@
 // a job is the difference between sizes. Stops by itself.
 //
 //   pnpm exec tsx bench/deliver-job-cost.ts [sizes=1,17,100] [deliveries per size=3000]
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { freePort } from '@hookline/testing';
 import { createHarness } from '../test/deliverer-fixtures';
 
@@ -14,13 +14,21 @@ const SIZES = (process.argv[2] ?? '1,17,100').split(',').map(Number);
 const PER_SIZE = Number(process.argv[3] ?? 3000);
 const BODY = JSON.stringify({ type: 'invoice.paid', data: { pad: 'x'.repeat(1000) } });
 
-setTimeout(() => {
-  console.error('benchmark took too long; stopping');
-  process.exit(1);
-}, 600_000).unref();
-
 const RECEIVER = (port: number): string =>
   `require('node:http').createServer((q, s) => { q.resume(); q.on('end', () => { s.writeHead(200, { 'content-type': 'text/plain' }); s.end('ok'); }); }).listen(${port}, '127.0.0.1');`;
+let receiver: ChildProcess | undefined;
+let stopping = false;
+
+setTimeout(() => {
+  console.error('benchmark took too long; stopping');
+  receiver?.kill();
+  process.exit(1);
+}, 600_000).unref();
+// Ctrl-C: the job in progress finishes, then the usual clean-up (receiver, queues, schema).
+process.on('SIGINT', () => {
+  stopping = true;
+  console.error('interrupted; cleaning up');
+});
 
 /** `n` more pending deliveries to `destinationId`, copied in bulk from a delivery made by the harness. */
 async function copies(h: Awaited<ReturnType<typeof createHarness>>, destinationId: string, n: number): Promise<string[]> {
@@ -47,7 +55,7 @@ async function copies(h: Awaited<ReturnType<typeof createHarness>>, destinationI
 
 async function main(): Promise<void> {
   const port = await freePort();
-  const receiver = spawn(process.execPath, ['-e', RECEIVER(port)], { stdio: 'inherit' });
+  receiver = spawn(process.execPath, ['-e', RECEIVER(port)], { stdio: 'inherit' });
   const h = await createHarness('jobcost');
   try {
     const dst = await h.destination(`http://127.0.0.1:${port}/hook`);
@@ -57,6 +65,7 @@ async function main(): Promise<void> {
     const take = (n: number): string[] => ids.slice(next, (next += n));
     const run = async (size: number, jobs: number): Promise<void> => {
       for (let j = 0; j < jobs; j++) {
+        if (stopping) throw new Error('interrupted');
         const s = await h.run(take(size));
         if (s.delivered !== size) throw new Error(`a job of ${size} delivered ${s.delivered}`);
       }
@@ -79,8 +88,7 @@ async function main(): Promise<void> {
       }
   } finally {
     receiver.kill();
-    await h.close();
-    await h.db.drop().catch(() => undefined);
+    await h.close(); // drops the schema and the queue prefix
   }
 }
 
