@@ -6,32 +6,26 @@
 // a job is the difference between sizes. Stops by itself.
 //
 //   pnpm exec tsx bench/deliver-job-cost.ts [sizes=1,17,100] [deliveries per size=3000]
-import { spawn, type ChildProcess } from 'node:child_process';
-import { freePort } from '@hookline/testing';
-import { createHarness } from '../test/deliverer-fixtures';
+import { onInterrupt } from './lib/children';
+import { startHelper } from './lib/helper';
+import { createHarness, type Harness } from '../test/deliverer-fixtures';
 
 const SIZES = (process.argv[2] ?? '1,17,100').split(',').map(Number);
 const PER_SIZE = Number(process.argv[3] ?? 3000);
 const BODY = JSON.stringify({ type: 'invoice.paid', data: { pad: 'x'.repeat(1000) } });
 
-const RECEIVER = (port: number): string =>
-  `require('node:http').createServer((q, s) => { q.resume(); q.on('end', () => { s.writeHead(200, { 'content-type': 'text/plain' }); s.end('ok'); }); }).listen(${port}, '127.0.0.1');`;
-let receiver: ChildProcess | undefined;
+// The receiver is a tracked helper process: it goes on exit, on a failure and on Ctrl-C.
+// Ctrl-C also stops the runs, and the interrupt waits for main's own clean-up.
 let stopping = false;
-
+let cleanedUp: () => void = () => undefined;
+const cleaned = new Promise<void>((r) => (cleanedUp = r));
 setTimeout(() => {
   console.error('benchmark took too long; stopping');
-  receiver?.kill();
   process.exit(1);
 }, 600_000).unref();
-// Ctrl-C: the job in progress finishes, then the usual clean-up (receiver, queues, schema).
-process.on('SIGINT', () => {
-  stopping = true;
-  console.error('interrupted; cleaning up');
-});
 
 /** `n` more pending deliveries to `destinationId`, copied in bulk from a delivery made by the harness. */
-async function copies(h: Awaited<ReturnType<typeof createHarness>>, destinationId: string, n: number): Promise<string[]> {
+async function copies(h: Harness, destinationId: string, n: number): Promise<string[]> {
   const one = await h.delivery(destinationId, { body: BODY, contentType: 'application/json', type: 'invoice.paid' });
   const p = h.db.pool;
   await p.query(
@@ -54,11 +48,15 @@ async function copies(h: Awaited<ReturnType<typeof createHarness>>, destinationI
 }
 
 async function main(): Promise<void> {
-  const port = await freePort();
-  receiver = spawn(process.execPath, ['-e', RECEIVER(port)], { stdio: 'inherit' });
+  // The HTTP-ceiling baseline's server: reads the body, answers 202.
+  const receiver = await startHelper<{ port: number }>('receiver', 'bench/procs/bare-http.main.ts');
   const h = await createHarness('jobcost');
+  const unhook = onInterrupt(() => {
+    stopping = true;
+    return cleaned;
+  });
   try {
-    const dst = await h.destination(`http://127.0.0.1:${port}/hook`);
+    const dst = await h.destination(`http://127.0.0.1:${receiver.hello.port}/hook`);
     const warmup = 50 * 17;
     const ids = await copies(h, dst.id, warmup + 2 * SIZES.reduce((n, s) => n + Math.floor(PER_SIZE / s) * s, 0));
     let next = 0;
@@ -87,15 +85,17 @@ async function main(): Promise<void> {
         );
       }
   } finally {
-    receiver.kill();
     await h.close(); // drops the schema and the queue prefix
+    await receiver.child.kill();
+    unhook();
+    cleanedUp();
   }
 }
 
 main().then(
   () => process.exit(0),
   (err: Error) => {
-    console.error(err);
-    process.exit(1);
+    if (!stopping) console.error(err);
+    process.exit(stopping ? 130 : 1);
   },
 );
