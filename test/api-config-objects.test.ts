@@ -132,6 +132,41 @@ describe('destinations', () => {
     expect(patched.body.signing_secret).not.toBe(made.body.signing_secret);
     expect(patched.body).toMatchObject({ name: 'd', signing_secrets_count: 2, config: { timeout_ms: 1000, max_attempts: 3 } });
   });
+
+  it('keeps credential-bearing header values write-only, and a PATCH sending the placeholder back keeps them', async () => {
+    const t = await h.tenant();
+    const headers = { Authorization: 'Bearer TOKEN-AUTHZ', 'X-Api-Key': 'TOKEN-APIKEY', 'X-Env': 'prod' };
+    const made = await h.call('POST', `/v1/tenants/${t.tenantId}/destinations`, { key: t.apiKey, body: { name: 'authd', url: 'https://example.test/hook', config: { headers } } });
+    expect(made.status).toBe(201);
+    const shown = { Authorization: '[redacted]', 'X-Api-Key': '[redacted]', 'X-Env': 'prod' };
+    const views = [
+      made.body,
+      (await h.call('GET', `/v1/tenants/${t.tenantId}/destinations/${made.body.id}`, { key: t.apiKey })).body,
+      (await h.call('GET', `/v1/tenants/${t.tenantId}/destinations`, { key: t.apiKey })).body.destinations[0],
+      (await h.call('GET', '/v1/targets', { key: t.apiKey })).body.targets[0],
+    ];
+    for (const view of views) {
+      expect(view.config.headers).toEqual(shown);
+      expect(JSON.stringify(view)).not.toContain('TOKEN-');
+    }
+    const stored = async () => (await h.db.pool.query('SELECT config FROM destinations WHERE id = $1', [made.body.id])).rows[0].config.headers;
+    expect(await stored()).toEqual(headers);
+
+    // The view sent back as is (placeholders included) changes nothing; a new value replaces.
+    const back = await h.call('PATCH', `/v1/tenants/${t.tenantId}/destinations/${made.body.id}`, { key: t.apiKey, body: { config: { headers: { ...shown, 'X-Env': 'staging' } } } });
+    expect(back.status).toBe(200);
+    expect(await stored()).toEqual({ ...headers, 'X-Env': 'staging' });
+    await h.call('PATCH', `/v1/tenants/${t.tenantId}/destinations/${made.body.id}`, { key: t.apiKey, body: { config: { headers: { ...shown, Authorization: 'Bearer TOKEN-NEW' } } } });
+    expect(await stored()).toEqual({ ...headers, 'X-Env': 'prod', Authorization: 'Bearer TOKEN-NEW' });
+
+    // A placeholder standing for nothing stored is refused, on create and on PATCH, changing nothing.
+    const before = await stored();
+    const orphan = await h.call('PATCH', `/v1/tenants/${t.tenantId}/destinations/${made.body.id}`, { key: t.apiKey, body: { config: { headers: { 'X-Other-Token': '[redacted]' } } } });
+    expect([orphan.status, orphan.body.errors]).toEqual([400, [{ field: 'config.headers.X-Other-Token', message: 'is the redaction placeholder and there is no stored value to keep' }]]);
+    expect(await stored()).toEqual(before);
+    const created = await h.call('POST', `/v1/tenants/${t.tenantId}/destinations`, { key: t.apiKey, body: { name: 'ph', url: 'https://example.test/hook', config: { headers: { Authorization: '[redacted]' } } } });
+    expect([created.status, created.body.errors[0].field]).toEqual([400, 'config.headers.Authorization']);
+  });
 });
 
 describe('delivery flows', () => {

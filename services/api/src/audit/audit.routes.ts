@@ -50,7 +50,7 @@ export const auditRoutes: AuthedRoute[] = [
     method: 'get',
     path: '/v1/tenants/:tid/audit-logs',
     operationId: 'audit.list',
-    doc: { summary: 'Audit log of every write (newest first)', tag: 'Audit', response: listOf('audit_logs', auditView), query: ['limit', 'cursor', 'offset', 'level', 'since', 'until'] },
+    doc: { summary: 'Audit log of every write (newest first)', tag: 'Audit', response: listOf('audit_logs', auditView), query: ['limit', 'cursor', 'offset', 'level', 'action', 'since', 'until'] },
     handler: async (ctx) => {
       const page = readPage(ctx.query);
       const level = stringParam(ctx.query, 'level');

@@ -85,7 +85,11 @@ export const destinationView: JsonSchema = {
     method: { type: 'string' },
     state: { type: 'string', enum: ['DRAFT', 'ACTIVE', 'DISABLED', 'DELETED'] },
     disabled_reason: { type: ['string', 'null'] },
-    config: { type: 'object' },
+    config: {
+      type: 'object',
+      description:
+        'Delivery settings. Credential-bearing header values (authorization, cookie, names with auth, token, key, secret, password, signature, session or credential) are write-only and shown as "[redacted]"; a PATCH that sends "[redacted]" back keeps the stored value.',
+    },
     signing_secrets_count: { type: 'integer' },
     signing_secret: { type: 'string', description: 'Only in the create (or rotate) response' },
     created_at: { type: 'string', format: 'date-time' },

@@ -7,8 +7,18 @@ import { announce, duplicateName, lockNames, unresolved } from '../lib/config-wr
 import type { Destination } from '../lib/models';
 import type { DestinationBody, DestinationConfigInput } from './destination.schema';
 
+// Header values that carry credentials are write-only, like the signing secret: views show
+// the placeholder, and a PATCH that sends the placeholder back keeps the stored value.
+const SENSITIVE_HEADER = /^(authorization|proxy-authorization|cookie)$|auth|token|secret|key|passw|signature|session|credential/i;
+export const REDACTED = '[redacted]';
+
+function shownHeaders(headers: unknown): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(asObject(headers)).map(([name, value]) => [name, SENSITIVE_HEADER.test(name) ? REDACTED : value]));
+}
+
 export function destinationToView(row: Destination, shownSecret?: string): Record<string, unknown> {
   const { mtls, ...config } = asObject(row.config);
+  if (config['headers'] !== undefined) config['headers'] = shownHeaders(config['headers']);
   const m = asObject(mtls);
   return {
     id: row.id,
@@ -30,12 +40,24 @@ export function destinationToView(row: Destination, shownSecret?: string): Recor
 // Hop-by-hop headers and the ones the deliverer owns (signatures, idempotency key).
 const RESERVED_HEADER = /^(host|content-length|content-type|connection|keep-alive|transfer-encoding|te|trailer|upgrade|expect|proxy-.*|traceparent|tracestate|webhook-.*|x-service-.*|x-hookline-.*)$/i;
 
-function checkHeaders(config: DestinationConfigInput | undefined, errors: FieldError[]): void {
+/** Reserved names; and, given the stored headers (none on create), placeholders with nothing to keep. */
+function checkHeaders(config: DestinationConfigInput | undefined, errors: FieldError[], stored?: Record<string, unknown>): void {
   const headers = config?.['headers'];
   if (!headers || typeof headers !== 'object') return;
-  for (const name of Object.keys(headers)) {
+  for (const [name, value] of Object.entries(headers)) {
     if (RESERVED_HEADER.test(name)) errors.push({ field: `config.headers.${name}`, message: 'is set by Hookline and cannot be configured' });
+    else if (stored && value === REDACTED && typeof stored[name] !== 'string') errors.push({ field: `config.headers.${name}`, message: 'is the redaction placeholder and there is no stored value to keep' });
   }
+}
+
+/** A PATCH's headers with each placeholder replaced by the stored value it stands for. */
+function keepRedactedHeaders(config: DestinationConfigInput, stored: Record<string, unknown>): DestinationConfigInput {
+  const headers = config['headers'];
+  if (!headers || typeof headers !== 'object') return config;
+  const errors: FieldError[] = [];
+  checkHeaders(config, errors, stored);
+  if (errors.length) throw AppError.validation(errors);
+  return { ...config, headers: Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, value === REDACTED ? stored[name] : value])) };
 }
 
 function checkUrl(url: string | undefined, errors: FieldError[]): void {
@@ -65,7 +87,7 @@ async function assertCluster(app: AppContext, tenantId: string, clusterId: strin
 export async function createDestination(app: AppContext, tenantId: string, body: DestinationBody & { name: string; url: string }): Promise<{ row: Destination; secret: string }> {
   const errors: FieldError[] = [];
   checkUrl(body.url, errors);
-  checkHeaders(body.config, errors);
+  checkHeaders(body.config, errors, {});
   if (errors.length) throw AppError.validation(errors);
   await assertCluster(app, tenantId, body.cluster_id);
   const secret = body.signing_secret ?? newWhsecSecret();
@@ -110,7 +132,7 @@ export async function patchDestination(app: AppContext, tenantId: string, id: st
     const current = await tx.destination.findFirst({ where: { id, tenantId, state: { not: 'DELETED' } } });
     if (!current) throw AppError.notFound('destination');
     if (body.name && (await tx.destination.count({ where: { tenantId, name: body.name, state: { not: 'DELETED' }, id: { not: id } } }))) throw duplicateName('destination', body.name);
-    const config = body.config ? { ...asObject(current.config), ...storeConfig(app, body.config) } : undefined;
+    const config = body.config ? { ...asObject(current.config), ...storeConfig(app, keepRedactedHeaders(body.config, asObject(asObject(current.config)['headers']))) } : undefined;
     if (config && body.config?.mtls === null) delete config['mtls'];
     return tx.destination.update({
       where: { id },

@@ -23,6 +23,8 @@ describe('readPage', () => {
     expect(fields({ limit: 'ten' })).toEqual(['limit']);
     expect(fields({ cursor: Buffer.from("1' OR 1=1").toString('base64url') })).toEqual(['cursor']);
     expect(fields({ cursor: encodeCursor(id(1)), offset: '3' })).toEqual(['offset']);
+    expect(fields({ offset: '2147483648' })).toEqual(['offset']);
+    expect(fields({ offset: '2147483647' })).toEqual([]);
   });
 });
 
@@ -40,5 +42,6 @@ describe('readTimeRange', () => {
     expect(readTimeRange({ since: '2026-01-01T00:00:00Z' })).toEqual({ gte: new Date('2026-01-01T00:00:00Z') });
     expect(readTimeRange({})).toBeUndefined();
     expect(() => readTimeRange({ until: '1700000000' })).toThrow();
+    expect(() => readTimeRange({ since: '0000-01-01T00:00:00Z' })).toThrow();
   });
 });

@@ -2,6 +2,8 @@ import { AppError, type FieldError } from '@hookline/errors';
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
+/** The largest offset PostgreSQL and Prisma take as is (Prisma wraps larger ones to a wrong page). */
+export const MAX_OFFSET = 2_147_483_647;
 
 /**
  * A page request. Cursor mode (preferred): `cursor` is the opaque base64url of the last
@@ -40,6 +42,7 @@ export function readPage(query: Record<string, unknown>): Page {
   const limit = intParam(query['limit'], 'limit', errors) ?? DEFAULT_LIMIT;
   if (limit < 1 || limit > MAX_LIMIT) errors.push({ field: 'limit', message: `must be between 1 and ${MAX_LIMIT}` });
   const offset = intParam(query['offset'], 'offset', errors);
+  if (offset !== undefined && offset > MAX_OFFSET) errors.push({ field: 'offset', message: `must be at most ${MAX_OFFSET}` });
   const cursor = query['cursor'];
   let beforeId: string | null = null;
   if (cursor !== undefined && cursor !== '') {
@@ -86,7 +89,9 @@ export function readTimeRange(query: Record<string, unknown>): { gte?: Date; lt?
     const v = query[name];
     if (v === undefined || v === '') return undefined;
     const d = typeof v === 'string' && /^\d{4}-\d{2}-\d{2}/.test(v) ? new Date(v) : new Date(NaN);
-    if (Number.isNaN(d.getTime())) errors.push({ field: name, message: 'must be an ISO 8601 timestamp' });
+    // PostgreSQL has no year 0 (a 500 otherwise): only years 1-9999 (UTC) are taken.
+    const year = d.getUTCFullYear();
+    if (Number.isNaN(d.getTime()) || year < 1 || year > 9999) errors.push({ field: name, message: 'must be an ISO 8601 timestamp' });
     return d;
   };
   const since = read('since');

@@ -1,12 +1,13 @@
 import type { Request, Response, Router } from 'express';
 import { AppError, toProblem } from '@hookline/errors';
 import type { AppContext, Principal, Reply, RequestContext } from '../context';
+import { assertStorableRequest } from './storable-request';
 import { assertValid, type JsonSchema } from './validate';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 /** Query parameters documented in OpenAPI (their schemas live in openapi/parameters.ts). */
-export type QueryParam = 'limit' | 'cursor' | 'offset' | 'status' | 'event_id' | 'destination_id' | 'source_id' | 'delivery_id' | 'level' | 'since' | 'until' | 'state' | 'correlation_id';
+export type QueryParam = 'limit' | 'cursor' | 'offset' | 'status' | 'event_id' | 'destination_id' | 'source_id' | 'delivery_id' | 'level' | 'since' | 'until' | 'state' | 'correlation_id' | 'action';
 
 export interface RouteDoc {
   summary: string;
@@ -106,6 +107,7 @@ export function problemReply(err: unknown, requestId: string): Reply {
 export function mountRoutes(router: Router, app: AppContext, routes: readonly RouteDef[], pipeline: RoutePipeline): void {
   for (const route of routes) {
     router[route.method](route.path, async (req: Request, res: Response) => {
+      assertStorableRequest(req);
       const base = baseContext(app, req, res);
       if (route.auth === 'none') {
         if (route.body) assertValid(route.body, base.body ?? null);

@@ -9,8 +9,9 @@ export function toOpenApiPath(expressPath: string): string {
 }
 
 function errorStatuses(route: RouteDef): number[] {
-  const s = new Set<number>([500, ...(route.doc.errors ?? [])]);
-  if (route.body || route.doc.query?.length) s.add(400);
+  // 400 on every route: besides bodies and queries, a NUL or a malformed %-escape in the path is refused.
+  const s = new Set<number>([400, 500, ...(route.doc.errors ?? [])]);
+  if (route.body) [413, 415].forEach((x) => s.add(x));
   if (route.auth !== 'none') [401, 429].forEach((x) => s.add(x));
   if (route.auth !== 'none' && route.scope) s.add(403);
   if (route.auth !== 'none' && (route.tenant === 'path' || route.tenant === 'flat')) s.add(404);

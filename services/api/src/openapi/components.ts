@@ -1,5 +1,5 @@
 import type { QueryParam } from '../http/route';
-import { MAX_LIMIT } from '../http/pagination';
+import { MAX_LIMIT, MAX_OFFSET } from '../http/pagination';
 
 const str = { type: 'string' };
 
@@ -7,7 +7,7 @@ const str = { type: 'string' };
 export const QUERY_PARAMETERS: Record<QueryParam, { description: string; schema: Record<string, unknown> }> = {
   limit: { description: `Page size (default 20, max ${MAX_LIMIT})`, schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: 20 } },
   cursor: { description: 'Opaque cursor from next_cursor', schema: str },
-  offset: { description: 'Offset mode: rows to skip (default 0); not combinable with cursor', schema: { type: 'integer', minimum: 0, default: 0 } },
+  offset: { description: 'Offset mode: rows to skip (default 0); not combinable with cursor', schema: { type: 'integer', minimum: 0, maximum: MAX_OFFSET, default: 0 } },
   status: { description: 'Status filter', schema: str },
   event_id: { description: 'Event filter', schema: str },
   destination_id: { description: 'Destination (target) filter', schema: str },
@@ -18,6 +18,7 @@ export const QUERY_PARAMETERS: Record<QueryParam, { description: string; schema:
   until: { description: 'End of the time window (ISO 8601, exclusive)', schema: { type: 'string', format: 'date-time' } },
   state: { description: 'Lifecycle state (default: all but DELETED)', schema: { type: 'string', enum: ['DRAFT', 'ACTIVE', 'DISABLED', 'DELETED'] } },
   correlation_id: { description: 'Correlation id filter', schema: str },
+  action: { description: 'Action filter: the operationId of the write, e.g. ingesters.create', schema: str },
 };
 
 export const problemSchema = {
@@ -46,7 +47,8 @@ export const ERROR_DESCRIPTIONS: Record<number, string> = {
   403: 'insufficient-scope (required_scope), permission-denied (resource_id) or plan-required (required_plan)',
   404: 'not-found: missing, or not visible to this tenant',
   409: 'conflict (duplicate name, illegal lifecycle transition) or idempotency-conflict (idempotency_key)',
-  413: 'payload-too-large',
+  413: 'payload-too-large: the body exceeds API_BODY_LIMIT',
+  415: 'unsupported-media-type: the body encoding or charset is not supported',
   422: 'unprocessable-entity: well-formed but refers to something that does not exist',
   429: 'rate-limit-exceeded (retry_after_seconds, Retry-After)',
   500: 'internal-error',
