@@ -62,4 +62,22 @@ describe('the MCP plugin in the api', () => {
     const index = await h.call('GET', '/ai/evidence/v1/index.json');
     expect(index.body.mcp).toMatchObject({ endpoint: 'https://hooks.example.test/v1/mcp', auth_header: 'X-MCP-API-Key' });
   });
+
+  it('publishes the MCP rate limit as it is: the tenant\'s control API is limited, its MCP calls are not', async () => {
+    const limited = await startApi('apimcprl', { RATE_LIMITS: 'free=6/3,pro=6/3,business=6/3,enterprise=6/3' });
+    try {
+      const t = await limited.tenant();
+      const made = await limited.call('POST', `/v1/tenants/${t.tenantId}/mcp-keys`, { key: t.apiKey, body: { name: 'agent', scopes: ['mcp:read:health'] } });
+      expect(made.status).toBe(201);
+      // Ten MCP calls, more than the burst of 3: every one answered.
+      for (let i = 0; i < 10; i++) expect((await limited.call('GET', '/v1/mcp/health', { headers: { 'x-mcp-api-key': made.body.key } })).status).toBe(200);
+      const control = [];
+      for (let i = 0; i < 4; i++) control.push((await limited.call('GET', `/v1/tenants/${t.tenantId}/ingesters`, { key: t.apiKey })).status);
+      expect(control).toContain(429);
+      const gaps = (await limited.call('GET', '/ai/security/v1/security-gaps.json')).body.gaps as { id: string; description: string }[];
+      expect(gaps.find((g) => g.id === 'SG-006')!.description).toMatch(/^MCP calls .* are not rate-limited/);
+    } finally {
+      await limited.close();
+    }
+  });
 });

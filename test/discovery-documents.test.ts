@@ -38,6 +38,11 @@ test('the capability manifest is valid against the JSON Schema of SPEC.md', () =
     ['repository', { ...manifest, repository: 'not a uri' }],
     ['generated_at', { ...manifest, generated_at: 'yesterday' }],
     ['validation', { ...manifest, validation: { make_targets: ['test'] } }],
+    // victory_locked agrees with proof_status, and a proven capability names what proves it.
+    ['victory_locked without its status', { ...manifest, capabilities: [{ ...manifest.capabilities[0], proof_status: 'planned', victory_locked: true }] }],
+    ['victory_locked status, flag false', { ...manifest, capabilities: [{ ...manifest.capabilities[0], proof_status: 'victory_locked', victory_locked: false }] }],
+    ['proven without evidence', { ...manifest, capabilities: [{ ...manifest.capabilities[0], proof_status: 'proven_local_mock', evidence_refs: [] }] }],
+    ['proven without validators', { ...manifest, capabilities: [{ ...manifest.capabilities[0], proof_status: 'proven_local_mock', validator_refs: [] }] }],
   ];
   for (const [what, doc] of broken) expect([what, validateManifest(JSON.parse(JSON.stringify(doc))).valid]).toEqual([what, false]);
 });
@@ -53,7 +58,44 @@ test('every proven_local_mock capability names test files that exist and contain
       expect([ref, readFileSync(join(REPO_ROOT, file), 'utf8').includes(name)]).toEqual([ref, true]);
     }
     expect(c.integrity_ref).toMatch(/^sha256:[0-9a-f]{64}$/);
+    for (const ref of c.validator_refs) expect([ref, existsSync(join(REPO_ROOT, ref))]).toEqual([ref, true]);
   }
+  expect(existsSync(join(REPO_ROOT, manifest.validation.validator_script))).toBe(true);
+});
+
+test('a skipped, todo or commented-out test proves nothing, nor does its name in a comment', () => {
+  const repo = mkdtempSync(join(tmpdir(), 'repo-'));
+  const copy = (file: string, edit: (s: string) => string = (s) => s) => {
+    mkdirSync(dirname(join(repo, file)), { recursive: true });
+    writeFileSync(join(repo, file), edit(readFileSync(join(REPO_ROOT, file), 'utf8')));
+  };
+  for (const f of ['packages/evidence/src/issue-receipts.ts', 'packages/evidence/src/seal-window.ts', 'packages/evidence/src/inclusion-proof.ts']) copy(f);
+  const name = 'the sealer issues and seals under its lock, once';
+  const declaration = `test('${name}'`;
+  const statusWith = (edit: (s: string) => string) => {
+    copy('test/evidence-receipts.test.ts', (s) => {
+      expect(s).toContain(declaration);
+      return edit(s);
+    });
+    return buildDiscovery({ ...opts, repoRoot: repo }).capabilities.find((c) => c.def.proof_id === 'PROOF-009')!;
+  };
+  expect(statusWith((s) => s).status).toBe('proven_local_mock');
+  for (const disabled of [`test.skip('${name}'`, `test.todo('${name}'`, `xit('${name}'`, `// ${declaration}`, `/* ${name} */ test('renamed'`]) {
+    const c = statusWith((s) => s.replace(declaration, disabled));
+    expect([disabled, c.status, c.missing]).toEqual([disabled, 'implementation_present', [`test/evidence-receipts.test.ts#${name}`]]);
+  }
+});
+
+test('the published registries say what the evidence and the MCP surface do not do', async () => {
+  const nonClaims = (await h.http('GET', '/ai/evidence/v1/non-claims.json')).body;
+  // A root names no earlier root (see rootSchema): the registries must not imply a chain.
+  expect(nonClaims.categories.evidence).toEqual(expect.arrayContaining([expect.stringMatching(/^Merkle roots are not chained/)]));
+  expect(nonClaims.categories.api).toEqual(expect.arrayContaining([expect.stringMatching(/^MCP calls .* are not rate-limited/)]));
+  const gaps = (await h.http('GET', '/ai/security/v1/security-gaps.json')).body.gaps as { id: string; description: string }[];
+  expect(gaps.find((g) => g.id === 'SG-006')!.description).toMatch(/are not rate-limited/);
+  expect(gaps.find((g) => g.id === 'SG-006')!.description).not.toMatch(/relies on the host/);
+  const tm003 = (await h.http('GET', '/ai/security/v1/threat-model.json')).body.threats.find((t: { id: string }) => t.id === 'TM-003');
+  expect(tm003.residual_risk).not.toMatch(/before it is sealed/);
 });
 
 test('statuses follow the repository: without the tests nothing is proven, without the code nothing is present', () => {

@@ -171,6 +171,41 @@ test('the sealer issues and seals under its lock, once', async () => {
   expect(verifyReceipt(bundle!.receipt, bundle!.proof!, bundle!.root!, { key: key.key }).valid).toBe(true);
 });
 
+test('the sealer holds its lock in an open transaction, as a pooler in transaction mode needs', async () => {
+  const pool = h.db.pool;
+  const dst = await h.destination(`${rx.url}/pooled`);
+  const more = await h.delivery(dst.id, { body: '{"order":5}' });
+  await h.run([more.deliveryId]);
+  const sealer = startEvidenceSealer({ pool, logger: createLogger('evidence-test', 'error'), key, windowMs: 1000, graceMs: 100 }, 3_600_000);
+  const blocker = new Client({ connectionString: parseDatabaseUrl(h.db.url).connectionString });
+  await blocker.connect();
+  try {
+    // Receipts cannot be read or written until the blocker commits: the pass stops midway.
+    await blocker.query('BEGIN');
+    await blocker.query(`LOCK TABLE "${h.db.schema}".evidence_receipts IN ACCESS EXCLUSIVE MODE`);
+    const tick = sealer.tick();
+    // A session-level lock would be held by a backend between transactions ("idle"); PgBouncer
+    // in transaction mode may then hand that server connection to anyone. Held by an open
+    // transaction, the lock stays with the connection that took it.
+    const holders = async (): Promise<{ state: string; in_xact: boolean }[]> =>
+      (
+        await blocker.query<{ state: string; in_xact: boolean }>(
+          `SELECT a.state, a.xact_start IS NOT NULL AS in_xact FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+            WHERE l.locktype = 'advisory' AND l.granted AND l.objid::int = hashtext($1 || ':hookline-evidence-sealer')`,
+          [h.db.schema],
+        )
+      ).rows;
+    await waitFor(async () => (await holders()).length === 1, { what: 'the sealer holding its lock' });
+    expect(await holders()).toEqual([{ state: 'idle in transaction', in_xact: true }]);
+    await blocker.query('COMMIT');
+    expect(await tick).toEqual({ issued: 1, sealed: 0 });
+    expect(await holders()).toEqual([]);
+  } finally {
+    await blocker.end();
+    await sealer.stop();
+  }
+});
+
 test('passes look back a short while; the periodic sweep finds an attempt that committed long after its id was minted', async () => {
   const pool = h.db.pool;
   const dst = await h.destination(`${rx.url}/late`);
@@ -222,6 +257,14 @@ test('a pass does not look up again the attempts that the previous pass covered'
   expect((await receiptsByDelivery(pool, h.tenantId, [one.deliveryId])).get(one.deliveryId)).toHaveLength(1);
 });
 
+const ROOT = resolve(__dirname, '..');
+/** The verify CLI on a file: its exit code and what it printed. */
+const cli = (file: string, env: Record<string, string> = {}) =>
+  run(join(ROOT, 'node_modules/.bin/tsx'), [join(ROOT, 'packages/evidence/src/verify.cli.ts'), file], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } }).then(
+    (r) => ({ code: 0, out: r.stdout, err: r.stderr }),
+    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout, err: e.stderr }),
+  );
+
 test('the CLI verifies a bundle file and refuses a tampered one', async () => {
   const bundles = (await listReceipts(h.db.pool, h.tenantId, { limit: 100 })).receipts.filter((b) => b.proof);
   const dir = mkdtempSync(join(tmpdir(), 'evidence-'));
@@ -229,18 +272,30 @@ test('the CLI verifies a bundle file and refuses a tampered one', async () => {
   const bad = join(dir, 'bad.json');
   writeFileSync(good, JSON.stringify({ receipts: bundles }));
   writeFileSync(bad, JSON.stringify({ ...bundles[0], receipt: { ...bundles[0]!.receipt, duration_ms: 1 } }));
-  const root = resolve(__dirname, '..');
-  const cli = (file: string, env: Record<string, string> = {}) =>
-    run(join(root, 'node_modules/.bin/tsx'), [join(root, 'packages/evidence/src/verify.cli.ts'), file], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env } }).then(
-      (r) => ({ code: 0, out: r.stdout }),
-      (e: { code: number; stdout: string }) => ({ code: e.code, out: e.stdout }),
-    );
   const ok = await cli(good, { SECRETS_KEY });
   expect(ok.code).toBe(0);
   expect(ok.out.trim().split('\n')).toHaveLength(bundles.length);
   expect(ok.out).toContain('HMACs checked');
   expect(await cli(good, { SECRETS_KEY: 'not-the-key-that-signed-them' })).toMatchObject({ code: 1, out: expect.stringContaining('receipt_signature failed') });
   expect(await cli(bad)).toMatchObject({ code: 1, out: expect.stringContaining('FAIL') });
+});
+
+test('the CLI reports a bundle whose shape was tampered with as FAIL, and still checks the others', async () => {
+  const [first, second, third] = (await listReceipts(h.db.pool, h.tenantId, { limit: 100 })).receipts.filter((b) => b.proof);
+  const file = join(mkdtempSync(join(tmpdir(), 'evidence-')), 'mixed.json');
+  const broken = [
+    { ...second!, proof: { ...second!.proof!, audit_path: 'deadbeef' } },
+    { ...third!, proof: { root_id: third!.proof!.root_id } },
+  ];
+  writeFileSync(file, JSON.stringify({ receipts: [first, ...broken] }));
+  const r = await cli(file, { SECRETS_KEY });
+  expect(r.code).toBe(1);
+  expect(r.err).toBe('');
+  expect(r.out.trim().split('\n')).toEqual([
+    expect.stringMatching(new RegExp(`^ok   ${first!.receipt.id}: `)),
+    expect.stringMatching(new RegExp(`^FAIL ${second!.receipt.id}: malformed bundle`)),
+    expect.stringMatching(new RegExp(`^FAIL ${third!.receipt.id}: malformed bundle`)),
+  ]);
 });
 
 /** Five deliveries sent to `path` and their receipts issued, unsealed; their ids. */

@@ -168,3 +168,65 @@ test('the REST mirror checks each scope', async () => {
   expect((await h.http('POST', '/v1/mcp/tools/get_delivery_status', { headers: { 'x-mcp-api-key': all.key }, body: { delivery_id: mine.deliveredId } })).body.status).toBe('delivered');
   expect((await h.http('GET', '/v1/mcp', { headers: { 'x-mcp-api-key': all.key } })).status).toBe(405);
 });
+
+test('list_non_claims takes only its own categories: an Object member is refused as invalid, not a 500', async () => {
+  const { tools } = await client.listTools();
+  const schema = tools.find((t) => t.name === 'list_non_claims')!.inputSchema.properties!['category'] as { enum?: string[] };
+  expect(schema.enum).toEqual(expect.arrayContaining(['availability', 'configuration', 'security', 'evidence']));
+  const all = await mcpKey(h, mine.tenant, [...MCP_SCOPES]);
+  for (const category of ['toString', 'constructor', '__proto__', 'hasOwnProperty']) {
+    const r = await client.callTool({ name: 'list_non_claims', arguments: { category } });
+    const text = (r.content as { text: string }[])[0]!.text;
+    expect([category, r.isError, text]).toEqual([category, true, expect.stringMatching(/Input validation error.*category/)]);
+    const rest = await h.http('POST', '/v1/mcp/tools/list_non_claims', { headers: { 'x-mcp-api-key': all.key }, body: { category } });
+    expect([category, rest.status, rest.body.errors?.[0]?.field]).toEqual([category, 400, 'category']);
+  }
+  expect((await call(client, 'list_non_claims', { category: 'security' })).body.categories.security).toContain('Mutual TLS for MCP clients is not implemented; MCP authenticates with mcp_ API keys.');
+});
+
+test('a body too large for the MCP router is 413 payload-too-large with the request id, not a 500', async () => {
+  const big = { pad: 'x'.repeat(1_100_000) };
+  for (const path of ['/v1/mcp/tools/get_health', '/v1/mcp']) {
+    const res = await h.http('POST', path, { headers: { 'x-mcp-api-key': reader.key, accept: 'application/json, text/event-stream' }, body: big });
+    expect([path, res.status, res.headers.get('content-type')]).toEqual([path, 413, expect.stringMatching(/^application\/problem\+json/)]);
+    expect(res.body).toMatchObject({ type: expect.stringMatching(/\/payload-too-large$/), status: 413, instance: res.headers.get('x-request-id') });
+  }
+});
+
+test('get_logs and GET /v1/mcp/logs/{id} answer 20 entries unless asked for more, as the tool schema and SPEC say', async () => {
+  const { tools } = await client.listTools();
+  expect((tools.find((t) => t.name === 'get_logs')!.inputSchema.properties!['limit'] as { description: string }).description).toMatch(/default 20/);
+  for (let i = 0; i < 25; i++) {
+    await h.db.pool.query(`INSERT INTO audit_logs (id, tenant_id, actor, action, resource_id, params, outcome, request_id) VALUES ($1, $2, 'api_key:x', 'destinations.update', $3, '{}', 'success:200', 'req_x')`, [
+      newId('aud'), mine.tenant.tenantId, mine.destinationId,
+    ]);
+  }
+  expect((await call(client, 'get_logs', { id: mine.destinationId })).body.entries).toHaveLength(20);
+  expect((await call(client, 'get_logs', { id: mine.destinationId, limit: 100 })).body.entries).toHaveLength(25);
+  const logsKey = await mcpKey(h, mine.tenant, ['mcp:read:logs']);
+  expect((await h.http('GET', `/v1/mcp/logs/${mine.destinationId}`, { headers: { 'x-mcp-api-key': logsKey.key } })).body.entries).toHaveLength(20);
+});
+
+test('a cursor the list did not issue is refused, not read as the start of the list', async () => {
+  const page1 = (await call(client, 'list_deliveries', { limit: 1 })).body;
+  expect(page1.next_cursor).toEqual(expect.any(String));
+  const page2 = (await call(client, 'list_deliveries', { limit: 1, cursor: page1.next_cursor })).body;
+  expect(page2.deliveries.map((d: { id: string }) => d.id)).toEqual([[mine.exhaustedId, mine.deliveredId].sort()[0]]);
+  const root = (await call(client, 'list_merkle_evidence_refs')).body.merkle_roots[0];
+  expect((await call(client, 'list_merkle_evidence_refs', { cursor: Buffer.from(root.id).toString('base64url') })).body).toEqual({ merkle_roots: [], next_cursor: null });
+
+  const all = await mcpKey(h, mine.tenant, [...MCP_SCOPES]);
+  for (const [tool, cursor] of [['list_deliveries', 'zzz'], ['list_merkle_evidence_refs', 'nope'], ['list_merkle_evidence_refs', mine.exhaustedId]] as const) {
+    expect((await client.callTool({ name: tool, arguments: { cursor } })).isError).toBe(true);
+    const rest = await h.http('POST', `/v1/mcp/tools/${tool}`, { headers: { 'x-mcp-api-key': all.key }, body: { cursor } });
+    expect([tool, cursor, rest.status, rest.body.errors?.[0]?.field]).toEqual([tool, cursor, 400, 'cursor']);
+  }
+});
+
+test('the endpoint listing names the key-management endpoints of mcp:admin:keys, and they answer such a key', async () => {
+  const endpoints = (await call(client, 'list_mcp_endpoints')).body.endpoints as { method: string; path: string; scope: string }[];
+  const admin = endpoints.filter((e) => e.scope === 'mcp:admin:keys').map((e) => `${e.method} ${e.path}`);
+  expect(admin).toEqual(expect.arrayContaining(['GET /v1/tenants/{tid}/mcp-keys', 'POST /v1/tenants/{tid}/mcp-keys', 'DELETE /v1/tenants/{tid}/mcp-keys/{kid}']));
+  const key = await mcpKey(h, mine.tenant, ['mcp:admin:keys']);
+  expect((await h.http('GET', `/v1/tenants/${mine.tenant.tenantId}/mcp-keys`, { headers: { 'x-mcp-api-key': key.key } })).status).toBe(200);
+});

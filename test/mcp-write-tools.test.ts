@@ -159,3 +159,21 @@ test('key management: create, enable a group, revoke; only with the right creden
   expect((await audit('mcp_keys.enable_tool_group')).map((a) => a.outcome)).toEqual([...Array(3).fill('success:200'), 'client_error:403', 'client_error:403', 'client_error:404', 'client_error:404', 'client_error:400', 'success:200']);
   expect((await audit('mcp_keys.revoke')).at(-1)).toMatchObject({ actor: `mcp_key:${admin.id}`, resource_id: child.body.id, outcome: 'success:200' });
 });
+
+test('an MCP administrator cannot hand out default scopes it lacks by leaving scopes out', async () => {
+  const tid = t.tenant.tenantId;
+  const count = async () => (await h.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM api_keys WHERE tenant_id = $1 AND kind = 'mcp'`, [tid])).rows[0]!.n;
+  const narrow = await mcpKey(h, t.tenant, ['mcp:admin:keys', 'mcp:read:health']);
+  const before = await count();
+  const refused = await h.http('POST', keys(tid), { headers: { 'x-mcp-api-key': narrow.key }, body: { name: 'defaults' } });
+  expect(refused.status).toBe(403);
+  expect(refused.body).toMatchObject({ type: expect.stringMatching(/\/insufficient-scope$/), required_scope: 'mcp:read:endpoints', instance: refused.headers.get('x-request-id') });
+  expect(await count()).toBe(before);
+  expect((await audit('mcp_keys.create')).at(-1)).toMatchObject({ actor: `mcp_key:${narrow.id}`, outcome: 'client_error:403' });
+
+  // An administrator holding every default scope gets them by default, as an API key does.
+  const broad = await mcpKey(h, t.tenant, ['mcp:admin:keys', 'mcp:read:health', 'mcp:read:endpoints', 'mcp:read:evidence', 'mcp:read:deliveries', 'mcp:read:planes', 'mcp:read:logs']);
+  const made = await h.http('POST', keys(tid), { headers: { 'x-mcp-api-key': broad.key }, body: { name: 'defaults' } });
+  expect(made.status).toBe(201);
+  expect([...made.body.scopes].sort()).toEqual(['mcp:read:deliveries', 'mcp:read:endpoints', 'mcp:read:evidence', 'mcp:read:health', 'mcp:read:logs', 'mcp:read:planes']);
+});

@@ -1,4 +1,4 @@
-import type { Pool } from '@hookline/db';
+import { withTryLock, type Pool } from '@hookline/db';
 import type { Logger } from '@hookline/logger';
 import type { EvidenceKey } from './evidence-key';
 import { issueReceipts } from './issue-receipts';
@@ -56,7 +56,7 @@ export function coveredIds(max: number): { add(ids: string[]): void; set(): Set<
 
 /**
  * Issues receipts for new delivery attempts and seals windows that have ended, every
- * `intervalMs`, under a session advisory lock so one replica works at a time. The first
+ * `intervalMs`, under an advisory lock so one replica works at a time. The first
  * pass scans every attempt (catching up after downtime); later passes look back
  * `LOOKBACK_MS` past the previous pass, and every `SWEEP_EVERY_MS` past the previous sweep.
  */
@@ -67,31 +67,25 @@ export function startEvidenceSealer(deps: SealerDeps, intervalMs: number): Evide
   let running: Promise<unknown> = Promise.resolve();
   let stopped = false;
 
-  const pass = async (now: Date): Promise<SealerTick | null> => {
-    const client = await deps.pool.connect();
-    try {
-      const lock = `hookline-evidence-sealer`;
-      const { rows } = await client.query<{ got: boolean }>(`SELECT pg_try_advisory_lock(hashtext(current_schema() || ':' || $1)) AS got`, [lock]);
-      if (!rows[0]?.got) return null;
-      try {
-        const sweep = !lastSweep || now.getTime() - lastSweep.getTime() >= SWEEP_EVERY_MS;
-        const from = sweep ? lastSweep && lastSweep.getTime() - SWEEP_EVERY_MS : lastPass && lastPass.getTime() - LOOKBACK_MS;
-        const since = from ? new Date(from) : undefined;
-        const seen = coveredIds(MAX_COVERED_IDS);
-        // A sweep looks every attempt of its range up: it is the backstop.
-        const issued = await issueReceipts(deps.pool, deps.key, { since, now, covered: sweep ? undefined : covered, onCovered: seen.add });
-        covered = seen.set();
-        const roots = await sealDueWindows(deps.pool, deps.key, { windowMs: deps.windowMs, before: new Date(now.getTime() - deps.graceMs) });
-        lastPass = now;
-        if (sweep) lastSweep = now;
-        return { issued, sealed: roots.length };
-      } finally {
-        await client.query(`SELECT pg_advisory_unlock(hashtext(current_schema() || ':' || $1))`, [lock]);
-      }
-    } finally {
-      client.release();
-    }
-  };
+  // The lock is a transaction-scoped one held by an open transaction on its own
+  // connection for the whole pass (the pass's statements run on other connections): a
+  // pooler in transaction mode (PgBouncer) keeps that server connection for the
+  // transaction, where a session lock could be taken on one server connection and
+  // "released" on another, and then never released.
+  const pass = (now: Date): Promise<SealerTick | null> =>
+    withTryLock(deps.pool, 'hookline-evidence-sealer', async () => {
+      const sweep = !lastSweep || now.getTime() - lastSweep.getTime() >= SWEEP_EVERY_MS;
+      const from = sweep ? lastSweep && lastSweep.getTime() - SWEEP_EVERY_MS : lastPass && lastPass.getTime() - LOOKBACK_MS;
+      const since = from ? new Date(from) : undefined;
+      const seen = coveredIds(MAX_COVERED_IDS);
+      // A sweep looks every attempt of its range up: it is the backstop.
+      const issued = await issueReceipts(deps.pool, deps.key, { since, now, covered: sweep ? undefined : covered, onCovered: seen.add });
+      covered = seen.set();
+      const roots = await sealDueWindows(deps.pool, deps.key, { windowMs: deps.windowMs, before: new Date(now.getTime() - deps.graceMs) });
+      lastPass = now;
+      if (sweep) lastSweep = now;
+      return { issued, sealed: roots.length };
+    });
 
   const tick = (now = new Date()): Promise<SealerTick | null> => {
     const p = running.then(() => pass(now));

@@ -1,5 +1,5 @@
 import type { EvidenceBundle } from './receipt';
-import { verifyReceipt } from './verify-receipt';
+import { verifyReceipt, type VerifyResult } from './verify-receipt';
 
 export interface BundleReport {
   ok: boolean;
@@ -25,13 +25,20 @@ export function verifyBundles(doc: unknown, key?: Buffer): BundleReport {
   const lines: string[] = [];
   let ok = true;
   for (const b of bundles) {
-    const id = b.receipt?.id ?? '(no id)';
-    if (!b.receipt || !b.proof || !b.root) {
+    const id = b?.receipt?.id ?? '(no id)';
+    if (!b?.receipt || !b.proof || !b.root) {
       ok = false;
       lines.push(`FAIL ${id}: not sealed into a Merkle root yet (no proof); try again after the window is sealed`);
       continue;
     }
-    const r = verifyReceipt(b.receipt, b.proof, b.root, { key });
+    let r: VerifyResult;
+    try {
+      r = verifyReceipt(b.receipt, b.proof, b.root, { key });
+    } catch (err) {
+      // An edited file can break the shape itself (an audit_path that is not a list): that
+      // bundle fails, and the others are still reported.
+      r = { valid: false, checks: {}, reason: `malformed bundle (${(err as Error).message})` };
+    }
     ok &&= r.valid;
     lines.push(r.valid ? `ok   ${id}: leaf ${b.proof.leaf_index} of ${b.proof.tree_size} under root ${b.root.id} (${b.root.root_hash})${key ? ', HMACs checked' : ''}` : `FAIL ${id}: ${r.reason}`);
   }

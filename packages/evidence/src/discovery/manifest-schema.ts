@@ -50,6 +50,19 @@ export const MANIFEST_SCHEMA = {
           integrity_ref: { type: 'string' },
           non_claims: strings,
         },
+        allOf: [
+          // victory_locked is true exactly when proof_status is victory_locked.
+          {
+            if: { type: 'object', properties: { proof_status: { const: 'victory_locked' } } },
+            then: { type: 'object', properties: { victory_locked: { const: true } } },
+            else: { type: 'object', properties: { victory_locked: { const: false } } },
+          },
+          // A proven capability points at the evidence and the validators it rests on.
+          {
+            if: { type: 'object', properties: { proof_status: { enum: ['victory_locked', 'proven_local_mock'] } } },
+            then: { type: 'object', properties: { evidence_refs: { type: 'array', minItems: 1 }, validator_refs: { type: 'array', minItems: 1 } } },
+          },
+        ],
       },
     },
     compliance_mappings: {

@@ -20,6 +20,7 @@ export const NON_CLAIMS: Readonly<Record<string, readonly string[]>> = {
   evidence: [
     'Evidence is produced by a local mock harness (PostgreSQL, Redis and loopback receivers); nothing here is evidence of production operation.',
     'Receipts are HMAC-keyed, not publicly signed, and Merkle roots are not anchored in an external transparency log.',
+    'Merkle roots are not chained: each root covers one tenant window on its own and names no earlier root, so a root removed or re-issued with its receipts shows only against a copy of that root kept earlier.',
     'The response hash in a receipt covers the stored, truncated response body.',
   ],
   compliance: [
@@ -28,6 +29,7 @@ export const NON_CLAIMS: Readonly<Record<string, readonly string[]>> = {
   api: [
     'The public Customer API is a planned contract; /api/bff/v1 is internal and not a public contract.',
     'MCP is a draft public contract; its tools may change.',
+    'MCP calls (/v1/mcp, its REST mirror and MCP key management) are not rate-limited; the per-plan rate limit applies to the control API routes.',
   ],
 };
 

@@ -20,9 +20,18 @@ function integrity(repoRoot: string, files: readonly string[]): string {
   return `sha256:${hash.digest('hex')}`;
 }
 
+// A statement `test('…')`, `it('…')` or `.only`: a test that runs. A name in a comment (a
+// commented-out test), in a string, or in a test.skip / test.todo / xit proves nothing.
+const DECLARED_TEST = /^[ \t]*(?:test|it)(?:\.only)?\(\s*(['"`])((?:\\.|(?!\1)[^\\])*)\1/gm;
+
+/** The titles of the tests a file declares (escapes undone). */
+export function declaredTests(source: string): Set<string> {
+  return new Set([...source.matchAll(DECLARED_TEST)].map((m) => (m[2] ?? '').replace(/\\(.)/g, '$1')));
+}
+
 /**
  * Works a capability's status out from the repository as it is now: `proven_local_mock`
- * only when every named test file exists and contains every named test; otherwise
+ * only when every named test file exists and declares every named test; otherwise
  * `implementation_present` when its implementation files exist; otherwise what it
  * declares (planned / blocked / not_claimed). Nothing is ever `victory_locked`.
  */
@@ -35,8 +44,8 @@ export function resolveCapability(def: CapabilityDef, repoRoot: string): Resolve
       missing.push(proof.file);
       continue;
     }
-    const text = readFileSync(path, 'utf8');
-    for (const name of proof.tests) (text.includes(name) ? refs : missing).push(`${proof.file}#${name}`);
+    const declared = declaredTests(readFileSync(path, 'utf8'));
+    for (const name of proof.tests) (declared.has(name) ? refs : missing).push(`${proof.file}#${name}`);
   }
   const proven = def.proofs.length > 0 && missing.length === 0;
   const implemented = def.implementation.length > 0 && def.implementation.every((f) => existsSync(join(repoRoot, f)));

@@ -93,7 +93,7 @@ export const RUNTIME_CAPABILITIES: readonly CapabilityDef[] = [
     implementation: ['packages/evidence/src/issue-receipts.ts', 'packages/evidence/src/seal-window.ts', 'packages/evidence/src/inclusion-proof.ts'],
     proofs: [{ file: 'test/evidence-receipts.test.ts', tests: ['issues one signed receipt per attempt and seals them into a root whose proofs verify', 'the sealer issues and seals under its lock, once'] }],
     otherwise: 'planned',
-    non_claims: ['The response hash covers the stored (truncated) response body, not necessarily the whole response.', 'Roots are not anchored in an external transparency log.'],
+    non_claims: ['The response hash covers the stored (truncated) response body, not necessarily the whole response.', 'Roots are not chained to earlier roots nor anchored in an external transparency log.'],
   },
   {
     id: 'mcp_read_surface',

@@ -30,7 +30,7 @@ export interface Threat {
 export const THREATS: readonly Threat[] = [
   { id: 'TM-001', category: 'spoofing', asset: 'ingest endpoints', threat: 'A forged webhook claims to come from a provider.', mitigations: ['provider_verification', 'ip_allowlisting'], residual_risk: 'Generic ingesters without a signing secret accept any sender.' },
   { id: 'TM-002', category: 'spoofing', asset: 'control API and MCP', threat: 'A caller uses a stolen, revoked or wrong-kind credential.', mitigations: ['scoped_api_keys', 'mcp_key_auth'], residual_risk: 'A stolen live key works until revoked; no client binding (mTLS) for MCP.' },
-  { id: 'TM-003', category: 'tampering', asset: 'delivery evidence', threat: 'A receipt is edited after the fact to hide a failed or altered delivery.', mitigations: ['delivery_evidence', 'receipt_integrity'], residual_risk: 'A holder of the evidence key and write access to the database could re-issue a whole window before it is sealed.' },
+  { id: 'TM-003', category: 'tampering', asset: 'delivery evidence', threat: 'A receipt is edited after the fact to hide a failed or altered delivery.', mitigations: ['delivery_evidence', 'receipt_integrity'], residual_risk: 'Roots are neither chained nor anchored externally: with write access to the database a whole root can be removed with its receipts, and with the evidence key too, re-issued; only a copy of the root kept earlier shows it.' },
   { id: 'TM-004', category: 'tampering', asset: 'outbound deliveries', threat: 'A payload is altered in transit to the destination.', mitigations: ['signed_outbound', 'mtls_delivery'], residual_risk: 'Destinations that do not verify signatures are not protected.' },
   { id: 'TM-005', category: 'repudiation', asset: 'retry, replay and configuration writes', threat: 'An agent or user denies having triggered a write.', mitigations: ['audited_writes'], residual_risk: 'Audit rows live in the same database as the data.' },
   { id: 'TM-006', category: 'information_disclosure', asset: 'tenant data', threat: 'One tenant reads another tenant\'s deliveries, payloads or evidence.', mitigations: ['tenant_isolation', 'mcp_key_auth'], residual_risk: 'Isolation is logical in one shared database.' },
@@ -47,7 +47,8 @@ export const SECURITY_GAPS = [
   { id: 'SG-003', title: 'Key management service', description: 'SECRETS_KEY and EVIDENCE_KEY come from configuration; no KMS/HSM, no key rotation procedure for the evidence key.', severity: 'high' },
   { id: 'SG-004', title: 'Automatic certificate rotation', description: 'mTLS client certificates are rotated manually.', severity: 'low' },
   { id: 'SG-005', title: 'Write-once audit storage', description: 'Audit rows can be altered by anyone with database write access.', severity: 'medium' },
-  { id: 'SG-006', title: 'MCP rate limiting', description: 'The MCP router does not apply the per-plan API rate limit itself; it relies on the host application.', severity: 'medium' },
+  { id: 'SG-006', title: 'MCP rate limiting', description: 'MCP calls (/v1/mcp, the REST mirror, MCP key management) are not rate-limited: the per-plan API rate limit applies to the control API routes only.', severity: 'medium' },
   { id: 'SG-007', title: 'External security review', description: 'No penetration test or third-party audit has been performed.', severity: 'high' },
   { id: 'SG-008', title: 'Per-tenant evidence keys', description: 'One evidence key signs every tenant\'s receipts.', severity: 'low' },
+  { id: 'SG-009', title: 'Chained Merkle roots', description: 'Each root stands alone (no previous-root hash, no consistency proofs): removing or re-issuing a sealed root is not evident from the roots that follow.', severity: 'medium' },
 ] as const;

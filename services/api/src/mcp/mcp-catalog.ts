@@ -8,7 +8,10 @@ import { operationsTools } from './tools/operations-tools';
 import { defineTool, type AnyTool } from './tools/tool-def';
 import { writeTools } from './tools/write-tools';
 
-/** The REST mirror: path, scope, purpose (SPEC.md, MCP evidence endpoints). */
+/**
+ * Every endpoint an MCP key can call: path, scope, purpose (SPEC.md, MCP evidence endpoints),
+ * key management (mcp:admin:keys) included.
+ */
 export const REST_MIRROR = [
   { method: 'GET', path: '/v1/mcp/health', scope: 'mcp:read:health', description: 'service health with build/version metadata' },
   { method: 'GET', path: '/v1/mcp/endpoints', scope: 'mcp:read:endpoints', description: 'available MCP endpoints and their scopes' },
@@ -18,6 +21,10 @@ export const REST_MIRROR = [
   { method: 'GET', path: '/v1/mcp/logs/{id}', scope: 'mcp:read:logs', description: 'resource logs' },
   { method: 'POST', path: '/v1/mcp/tools/{name}', scope: 'the scope or tool group of the tool', description: 'calls one MCP tool over plain HTTP' },
   { method: 'POST', path: '/v1/mcp', scope: 'per tool', description: 'MCP Streamable HTTP endpoint (stateless, JSON responses)' },
+  { method: 'GET', path: '/v1/tenants/{tid}/mcp-keys', scope: 'mcp:admin:keys', description: "the tenant's MCP keys (never the keys themselves)" },
+  { method: 'POST', path: '/v1/tenants/{tid}/mcp-keys', scope: 'mcp:admin:keys', description: 'creates an MCP key with scopes the calling key holds' },
+  { method: 'DELETE', path: '/v1/tenants/{tid}/mcp-keys/{kid}', scope: 'mcp:admin:keys', description: 'revokes an MCP key' },
+  { method: 'DELETE', path: '/v1/tenants/{tid}/mcp-keys/{kid}/tool-groups/{group}', scope: 'mcp:admin:keys', description: 'disables a write tool group for a key (enabling one needs a control-API credential with write:api-keys)' },
 ] as const;
 
 const accessOf = (t: AnyTool): { scope: string | null; tool_group: string | null } =>

@@ -3,7 +3,7 @@ import type * as z from 'zod';
 import { AppError } from '@hookline/errors';
 import { requestId } from '@hookline/http';
 import type { Logger } from '@hookline/logger';
-import { sendProblemResponse } from '../http/error.middleware';
+import { errorMiddleware } from '../http/error.middleware';
 
 /** The host app's request id when it set one (res.locals.requestId), else one of our own. */
 export const ensureRequestId: RequestHandler = (req, res, next) => {
@@ -28,12 +28,11 @@ export function param(req: Request, name: string): string {
   return String(req.params[name] ?? '');
 }
 
-/** Problem details for everything thrown in the MCP router; unexpected errors are logged. */
+/**
+ * Problem details for everything thrown in the MCP router: the api's own error middleware,
+ * so body-parser errors map as they do there (413, 415, 400: the client's fault, not a 500)
+ * when the router runs without the api's body parser in front of it.
+ */
 export function mcpErrorHandler(logger: Logger): ErrorRequestHandler {
-  return (err: unknown, req, res, _next) => {
-    const type = (err as { type?: unknown } | null)?.type;
-    const mapped = type === 'entity.parse.failed' ? AppError.validation([{ field: 'body', message: 'is not valid JSON' }], 'The request body is not valid JSON.') : err;
-    if (!(mapped instanceof AppError)) logger.error('mcp request failed', { request_id: res.locals['requestId'], path: req.path, err: err instanceof Error ? err.message : String(err) });
-    if (!res.headersSent) sendProblemResponse(res, mapped);
-  };
+  return errorMiddleware(logger);
 }

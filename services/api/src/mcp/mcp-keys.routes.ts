@@ -4,7 +4,7 @@ import { authenticateApiKeyOnly, authenticateMcp, requireScope } from './mcp-aut
 import { auditMcp } from './mcp-audit';
 import type { ApiCaller, McpDeps } from './mcp-deps';
 import { param, parseOr400, requestIdOf } from './mcp-http';
-import { createKeyBody, createMcpKey, listMcpKeys, parseGroup, revokeMcpKey, setToolGroup } from './mcp-keys';
+import { createKeyBody, createMcpKey, DEFAULT_MCP_SCOPES, listMcpKeys, parseGroup, revokeMcpKey, setToolGroup } from './mcp-keys';
 
 const BASE = '/v1/tenants/:tid/mcp-keys';
 
@@ -61,8 +61,8 @@ export function mcpKeyRoutes(router: Router, deps: McpDeps, json: RequestHandler
   });
   router.post(BASE, json, write(deps, 'mcp_keys.create', 'write', async (admin, req) => {
     const body = parseOr400(createKeyBody, req.body);
-    // An MCP administrator hands out only scopes it holds itself.
-    const beyond = admin.viaMcp ? (body.scopes ?? []).find((s) => !admin.scopes.has(s)) : undefined;
+    // An MCP administrator hands out only scopes it holds itself, the default scopes included.
+    const beyond = admin.viaMcp ? (body.scopes ?? DEFAULT_MCP_SCOPES).find((s) => !admin.scopes.has(s)) : undefined;
     if (beyond) throw new AppError('insufficient-scope', `A key cannot be given ${beyond}, which this credential lacks.`, { required_scope: beyond });
     const key = await createMcpKey(deps, admin.tenantId, body);
     return { status: 201, body: key, resourceId: key.id, params: { name: key.name, scopes: key.scopes, expires_at: key.expires_at } };

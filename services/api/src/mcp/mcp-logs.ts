@@ -40,7 +40,8 @@ const BY_PREFIX: Record<string, { table: string; sources: string[] }> = {
 /**
  * Logs of one resource, newest first: delivery attempts, ingest rejections, the event's
  * state, and audit entries. Ids of deliveries, events and ingesters must be the tenant's
- * (else 404); any other id gets its audit entries.
+ * (else 404); any other id gets its audit entries. At most `limit` entries (default 20, as
+ * every list: SPEC.md, Limits).
  */
 export async function logsFor(deps: McpDeps, tenantId: string, resourceId: string, opts: { level?: string; limit?: number } = {}): Promise<{ resource_id: string; entries: LogEntry[] }> {
   const known = BY_PREFIX[resourceId.split('_')[0] ?? ''];
@@ -51,7 +52,7 @@ export async function logsFor(deps: McpDeps, tenantId: string, resourceId: strin
   const sources = known?.sources ?? [AUDIT];
   const { rows } = await deps.pool.query<Omit<LogEntry, 'at'> & { at: Date }>(
     `SELECT * FROM (${sources.join(' UNION ALL ')}) l WHERE ($3::text IS NULL OR level = $3) ORDER BY at DESC LIMIT $4`,
-    [resourceId, tenantId, opts.level ?? null, opts.limit ?? 100],
+    [resourceId, tenantId, opts.level ?? null, opts.limit ?? 20],
   );
   return { resource_id: resourceId, entries: rows.map((r) => ({ ...r, at: r.at.toISOString() })) };
 }

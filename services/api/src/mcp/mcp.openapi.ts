@@ -96,6 +96,7 @@ export const mcpPaths: ExtraPaths = {
         400: { description: 'Invalid JSON (problem details) or invalid JSON-RPC (JSON-RPC error)', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } }, 'application/json': { schema: jsonRpc } } },
         401: problem(401),
         406: json(jsonRpc, 'Accept lacks application/json and text/event-stream (JSON-RPC error)'),
+        413: problem(413),
         415: json(jsonRpc, 'Content-Type is not application/json (JSON-RPC error)'),
         500: problem(500),
       },
@@ -126,7 +127,7 @@ export const mcpPaths: ExtraPaths = {
     ['id'],
     [
       { name: 'level', in: 'query', required: false, schema: { type: 'string', enum: ['info', 'warn', 'error'] } },
-      { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 100 } },
+      { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
     ],
   ),
   '/v1/mcp/tools/{name}': {
@@ -137,7 +138,7 @@ export const mcpPaths: ExtraPaths = {
       security: MCP_KEY,
       params: pathParams('name'),
       body: { type: 'object', description: "The tool's input schema (tools/list)" },
-      responses: { 200: json({ type: 'object', description: "The tool's output schema (tools/list)" }), ...errors(400, 401, 403, 404, 409) },
+      responses: { 200: json({ type: 'object', description: "The tool's output schema (tools/list)" }), ...errors(400, 401, 403, 404, 409, 413) },
     }),
   },
   '/v1/tenants/{tid}/mcp-keys': {

@@ -3,7 +3,7 @@ import { AppError } from '@hookline/errors';
 import { evidenceFor, listMerkleRoots, NON_CLAIMS, type ResolvedCapability } from '@hookline/evidence';
 import type { McpContext } from '../mcp-deps';
 import { bundleSchema, capabilitySchema, proofSchema, rootSchema } from './output-schemas';
-import { cursor, defineTool, limit, type AnyTool } from './tool-def';
+import { cursorOf, defineTool, idOf, limit, type AnyTool } from './tool-def';
 
 const EVIDENCE = { scope: 'mcp:read:evidence' };
 
@@ -46,19 +46,19 @@ export const evidenceTools: AnyTool[] = [
     title: 'List non-claims',
     description: 'What Hookline explicitly does not do or promise, by category.',
     access: EVIDENCE,
-    input: { category: z.string().max(50).optional().describe(`One of: ${Object.keys(NON_CLAIMS).join(', ')}`) },
+    // An enum, not a lookup of any string: `toString` or `__proto__` would find Object's own members.
+    input: { category: z.enum(Object.keys(NON_CLAIMS) as [string, ...string[]]).optional().describe('Only this category') },
     output: z.object({ categories: z.record(z.string(), z.array(z.string())) }),
-    run: async (_ctx, args) => {
-      if (args.category && !NON_CLAIMS[args.category]) throw AppError.validation([{ field: 'category', message: `must be one of ${Object.keys(NON_CLAIMS).join(', ')}` }]);
-      return { categories: args.category ? { [args.category]: [...NON_CLAIMS[args.category]!] } : Object.fromEntries(Object.entries(NON_CLAIMS).map(([k, v]) => [k, [...v]])) };
-    },
+    run: async (_ctx, args) => ({
+      categories: args.category ? { [args.category]: [...NON_CLAIMS[args.category]!] } : Object.fromEntries(Object.entries(NON_CLAIMS).map(([k, v]) => [k, [...v]])),
+    }),
   }),
   defineTool({
     name: 'list_merkle_evidence_refs',
     title: 'List Merkle evidence references',
     description: "The tenant's sealed Merkle roots over delivery receipts (window, root hash, leaf count, key id, signature), newest first.",
     access: EVIDENCE,
-    input: { limit, cursor },
+    input: { limit, cursor: cursorOf((c) => idOf('mrk').safeParse(Buffer.from(c, 'base64url').toString('utf8')).success) },
     output: z.object({ merkle_roots: z.array(rootSchema), next_cursor: z.string().nullable() }),
     run: async (ctx, args) => listMerkleRoots(ctx.deps.pool, ctx.principal.tenantId, args),
   }),

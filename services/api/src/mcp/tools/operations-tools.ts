@@ -2,7 +2,7 @@ import * as z from 'zod';
 import { deliveryStatus, health, listDeliveries, planes, readiness } from '../mcp-queries';
 import { logsFor } from '../mcp-logs';
 import { deliverySchema, healthSchema, logEntrySchema, planeSchema } from './output-schemas';
-import { cursor, defineTool, idOf, limit, type AnyTool } from './tool-def';
+import { cursorOf, defineTool, idOf, limit, type AnyTool } from './tool-def';
 
 export const operationsTools: AnyTool[] = [
   defineTool({
@@ -42,7 +42,7 @@ export const operationsTools: AnyTool[] = [
       event_id: idOf('evt').optional(),
       destination_id: idOf('dst').optional(),
       limit,
-      cursor,
+      cursor: cursorOf((c) => idOf('dlv').safeParse(c).success),
     },
     output: z.object({ deliveries: z.array(deliverySchema), next_cursor: z.string().nullable() }),
     run: (ctx, args) => listDeliveries(ctx.deps, ctx.principal.tenantId, args),

@@ -28,4 +28,9 @@ export function defineTool<I extends z.ZodRawShape>(def: ToolDef<I>): AnyTool {
 
 export const idOf = (prefix: string) => z.string().regex(new RegExp(`^${prefix}_[0-9a-z]{10,40}$`), `a ${prefix}_… id`);
 export const limit = z.number().int().min(1).max(100).optional().describe('Page size, default 20, max 100');
-export const cursor = z.string().max(200).optional().describe('next_cursor of the previous page');
+/**
+ * A `next_cursor` this list issued; anything else is refused (400) rather than read as the
+ * start of the list. A refinement, not a pattern, so the format stays opaque to clients.
+ */
+export const cursorOf = (issued: (cursor: string) => boolean) =>
+  z.string().max(200).refine(issued, 'is not a next_cursor of this list').optional().describe('next_cursor of the previous page');
