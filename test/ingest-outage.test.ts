@@ -70,3 +70,38 @@ describe('PostgreSQL lost while running', () => {
     expect(rows[0].n).toBe(1);
   });
 });
+
+describe('PostgreSQL stalled (connections open, nothing answered)', () => {
+  let h: IngestHarness;
+  let proxy: TcpProxy;
+  beforeAll(async () => {
+    proxy = await startTcpProxy(Number(new URL(process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test').port || 5432));
+    h = await startIngestHarness({ label: 'ingstallpg', env: { INGEST_DB_TIMEOUT_MS: '300' }, appDatabaseUrl: (url) => withPort(url, proxy.port) });
+  });
+  afterAll(async () => {
+    await proxy.cut();
+    await h.close();
+  });
+
+  // Without a statement deadline these requests got no answer at all. The abort only keeps
+  // a regression from hanging the suite; the assertions are about the answers.
+  const post = async (ingesterId: string, body: string): Promise<{ status: number; retryAfter: string | null; json: Record<string, unknown> }> => {
+    const res = await fetch(`${h.url}/in/${ingesterId}`, { method: 'POST', body, headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(20_000) });
+    return { status: res.status, retryAfter: res.headers.get('retry-after'), json: (await res.json()) as Record<string, unknown> };
+  };
+
+  test('cached ingester: the batch write is given up → 503 problem details, never 2xx; an unknown one → 503 too', async () => {
+    const { ingesterId } = await h.seedIngester();
+    const cold = await h.seedIngester();
+    expect((await post(ingesterId, '{"n":1}')).status).toBe(202);
+    proxy.stall();
+    const results = await Promise.all([post(ingesterId, '{"n":2}'), post(ingesterId, '{"n":3}'), post(cold.ingesterId, '{"n":4}')]);
+    for (const r of results) {
+      expect(r.status).toBe(503);
+      expect(r.retryAfter).toBe('1');
+      expect(r.json).toMatchObject({ type: expect.stringMatching(/\/service-unavailable$/), status: 503, instance: expect.any(String) });
+    }
+    const { rows } = await h.db.pool.query('SELECT count(*)::int AS n FROM events WHERE ingester_id = ANY($1::text[])', [[ingesterId, cold.ingesterId]]);
+    expect(rows[0].n).toBe(1);
+  });
+});

@@ -43,7 +43,8 @@ export function verifyServiceSignature(
   if (Math.abs(nowSeconds - t) > toleranceSeconds) return { ok: false, reason: 'timestamp_out_of_tolerance' };
   for (const key of keys) {
     const expected = hmac('sha256', key, `${t}.`, body).toString('hex');
-    if (v1.some((s) => safeEqual(s, expected))) return { ok: true };
+    // Hex is case-insensitive: some HMAC libraries write it in upper case (.NET's Convert.ToHexString).
+    if (v1.some((s) => safeEqual(s.toLowerCase(), expected))) return { ok: true };
   }
   return { ok: false, reason: 'signature_mismatch' };
 }

@@ -17,7 +17,7 @@ import { outcomeOfError, type IngestOutcome } from './ingest-outcome';
 export interface IngestAppDeps {
   config: Pick<
     IngestConfig,
-    | 'INGEST_PUBLIC_URL' | 'PAYLOAD_LIMIT_BYTES' | 'SIGNATURE_TOLERANCE_SECONDS' | 'INGESTER_CACHE_TTL_MS' | 'DEDUP_WINDOW_SECONDS'
+    | 'INGEST_PUBLIC_URL' | 'PAYLOAD_LIMIT_BYTES' | 'INGEST_DB_TIMEOUT_MS' | 'SIGNATURE_TOLERANCE_SECONDS' | 'INGESTER_CACHE_TTL_MS' | 'DEDUP_WINDOW_SECONDS'
     | 'INGEST_BATCH_MAX' | 'INGEST_FLUSHES_IN_FLIGHT' | 'INGEST_ENQUEUE_TIMEOUT_MS' | 'INGEST_ROUTE_LINGER_MS' | 'INGEST_ROUTE_BATCH_MAX'
     | 'SECRETS_KEY' | 'QUEUE_PREFIX'
   >;
@@ -52,18 +52,19 @@ export function createIngestApp(deps: IngestAppDeps): IngestApp {
   // One line per request: accepted ones at debug (the hot path; the router's per-job lines
   // carry every accepted event id at info), refusals at info, failures at warn.
   const observer = { metrics, logger, tracer, successLevel: 'debug' as const };
-  const cache = createIngesterCache(deps.pool, createSecretBox(config.SECRETS_KEY), config.INGESTER_CACHE_TTL_MS, config.SIGNATURE_TOLERANCE_SECONDS);
+  const cache = createIngesterCache(deps.pool, createSecretBox(config.SECRETS_KEY), config.INGESTER_CACHE_TTL_MS, config.SIGNATURE_TOLERANCE_SECONDS, config.INGEST_DB_TIMEOUT_MS);
   // Known to be down (not merely still connecting at boot): skip the enqueue at once.
   const queueReady = (): boolean => !['reconnecting', 'close', 'end'].includes(deps.redis.status);
   const batcher = createEventBatcher({ ...deps, queueReady, metrics }, {
     maxBatch: config.INGEST_BATCH_MAX,
     maxInFlight: config.INGEST_FLUSHES_IN_FLIGHT,
     dedupWindowSeconds: config.DEDUP_WINDOW_SECONDS,
+    dbTimeoutMs: config.INGEST_DB_TIMEOUT_MS,
     enqueueTimeoutMs: config.INGEST_ENQUEUE_TIMEOUT_MS,
     routeLingerMs: config.INGEST_ROUTE_LINGER_MS,
     routeBatchMax: config.INGEST_ROUTE_BATCH_MAX,
   });
-  const ingest: IngestDeps = { pool: deps.pool, cache, batcher, logger, publicUrl: config.INGEST_PUBLIC_URL.replace(/\/+$/, ''), trustedProxies: deps.trustedProxies };
+  const ingest: IngestDeps = { pool: deps.pool, cache, batcher, logger, publicUrl: config.INGEST_PUBLIC_URL.replace(/\/+$/, ''), trustedProxies: deps.trustedProxies, dbTimeoutMs: config.INGEST_DB_TIMEOUT_MS };
   let draining = false;
 
   if (deps.subscriber) {

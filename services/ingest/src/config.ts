@@ -12,6 +12,7 @@ export const ingestEnv = {
   PAYLOAD_LIMIT_BYTES: { type: 'integer', default: 262144, minimum: 1, description: 'Largest accepted body; larger ones get 413' },
   SIGNATURE_TOLERANCE_SECONDS: { type: 'integer', default: 300, minimum: 1, description: 'Default timestamp tolerance (an ingester may set tolerance_seconds)' },
   INGESTER_CACHE_TTL_MS: { type: 'integer', default: 5000, minimum: 0, description: 'How long an ingester stays cached when no change is announced' },
+  INGEST_DB_TIMEOUT_MS: { type: 'integer', default: 5000, minimum: 1, description: 'Longest wait for one PostgreSQL statement of a request; past it the request is answered 503 (a stalled database must not hold requests for ever)' },
   DEDUP_WINDOW_SECONDS: { type: 'integer', default: 86400, minimum: 1, description: 'How long an Idempotency-Key or provider delivery id dedupes' },
   INGEST_BATCH_MAX: { type: 'integer', default: 500, minimum: 1, maximum: 5000, description: 'Events per group-commit transaction' },
   INGEST_FLUSHES_IN_FLIGHT: { type: 'integer', default: 2, minimum: 1, maximum: 64, description: 'Group-commit transactions at once' },

@@ -12,6 +12,8 @@ export interface BatcherOptions {
   /** Flushes (transactions) at once (INGEST_FLUSHES_IN_FLIGHT). */
   maxInFlight: number;
   dedupWindowSeconds: number;
+  /** A stalled PostgreSQL must not hold answers for ever: a flush is given up (503) after this (INGEST_DB_TIMEOUT_MS). */
+  dbTimeoutMs?: number;
   /** A slow Redis must not hold answers for events already committed. */
   enqueueTimeoutMs: number;
   /** Payload bytes per flush, so a batch of large bodies stays a sane statement. */
@@ -108,7 +110,7 @@ export function createEventBatcher(deps: BatcherDeps, opts: BatcherOptions): Eve
   async function flush(batch: Waiting[]): Promise<void> {
     let outcomes: WriteOutcome[];
     try {
-      outcomes = await writeBatch(deps.pool, batch.map((w) => w.event), opts.dedupWindowSeconds);
+      outcomes = await writeBatch(deps.pool, batch.map((w) => w.event), opts.dedupWindowSeconds, opts.dbTimeoutMs);
     } catch (err) {
       inFlight--;
       schedule();

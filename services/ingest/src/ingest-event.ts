@@ -24,6 +24,8 @@ export interface IngestDeps {
   /** INGEST_PUBLIC_URL without a trailing slash. */
   publicUrl: string;
   trustedProxies: readonly Cidr[];
+  /** INGEST_DB_TIMEOUT_MS: the longest wait for one PostgreSQL statement. */
+  dbTimeoutMs?: number;
   nowSeconds?: () => number;
 }
 
@@ -62,7 +64,7 @@ export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise
   const sourceIp = resolveClientIp(input.peerIp, input.headers['x-forwarded-for'], deps.trustedProxies);
   const reject = async (r: Pick<Rejection, 'reasonCode' | 'detail'>, err: AppError): Promise<never> => {
     deps.logger.info('inbound request rejected', { ingester_id: ing.id, tenant_id: ing.tenantId, request_id: input.requestId, reason_code: r.reasonCode, detail: r.detail, source_ip: sourceIp });
-    await recordRejection(deps.pool, deps.logger, { ...r, tenantId: ing.tenantId, ingesterId: ing.id, sourceIp });
+    await recordRejection(deps.pool, deps.logger, { ...r, tenantId: ing.tenantId, ingesterId: ing.id, sourceIp }, deps.dbTimeoutMs);
     throw err;
   };
 

@@ -1,6 +1,7 @@
 import type { Pool } from '@hookline/db';
 import type { ConfigChange } from '@hookline/queues';
 import type { SecretBox } from '@hookline/signing';
+import { withTimeout } from './db-timeout';
 import { toSettings, type IngesterRow, type IngesterSettings } from './ingester-settings';
 
 export interface IngesterCache {
@@ -20,7 +21,7 @@ const LOAD = `SELECT i.id, i.tenant_id, i.provider, i.config, i.secrets, i.state
  * Ingesters in memory for `ttlMs` (misses too, so unknown ids cost no query each),
  * dropped at once when a change is announced. Concurrent misses share one query.
  */
-export function createIngesterCache(pool: Pool, box: SecretBox, ttlMs: number, defaultTolerance: number): IngesterCache {
+export function createIngesterCache(pool: Pool, box: SecretBox, ttlMs: number, defaultTolerance: number, dbTimeoutMs?: number): IngesterCache {
   const entries = new Map<string, { value: IngesterSettings | null; expires: number }>();
   const loading = new Map<string, Promise<IngesterSettings | null>>();
   // Bumped by every invalidation, so a load that raced one does not store a stale row.
@@ -28,7 +29,7 @@ export function createIngesterCache(pool: Pool, box: SecretBox, ttlMs: number, d
 
   async function load(id: string): Promise<IngesterSettings | null> {
     const started = generation;
-    const { rows } = await pool.query<IngesterRow>(LOAD, [id]);
+    const { rows } = await pool.query<IngesterRow>(withTimeout({ text: LOAD, values: [id] }, dbTimeoutMs));
     const row = rows[0];
     // A secret that cannot be opened is a deployment error (wrong SECRETS_KEY): throw,
     // never fall back to "no secrets", which would accept unsigned requests.

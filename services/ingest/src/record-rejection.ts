@@ -1,5 +1,6 @@
 import { newId, type Pool } from '@hookline/db';
 import type { Logger } from '@hookline/logger';
+import { withTimeout } from './db-timeout';
 
 export interface Rejection {
   tenantId: string;
@@ -11,15 +12,9 @@ export interface Rejection {
 }
 
 /** Keeps a refused request visible through the API. A failure here never changes the answer. */
-export async function recordRejection(pool: Pool, logger: Logger, r: Rejection): Promise<void> {
+export async function recordRejection(pool: Pool, logger: Logger, r: Rejection, timeoutMs?: number): Promise<void> {
+  const text = 'INSERT INTO ingest_rejections (id, tenant_id, ingester_id, reason_code, detail, source_ip) VALUES ($1, $2, $3, $4, $5, $6)';
   await pool
-    .query('INSERT INTO ingest_rejections (id, tenant_id, ingester_id, reason_code, detail, source_ip) VALUES ($1, $2, $3, $4, $5, $6)', [
-      newId('rej'),
-      r.tenantId,
-      r.ingesterId,
-      r.reasonCode,
-      r.detail,
-      r.sourceIp,
-    ])
+    .query(withTimeout({ text, values: [newId('rej'), r.tenantId, r.ingesterId, r.reasonCode, r.detail, r.sourceIp] }, timeoutMs))
     .catch((err: Error) => logger.warn('rejection not recorded', { ingester_id: r.ingesterId, reason_code: r.reasonCode, error: err.message }));
 }

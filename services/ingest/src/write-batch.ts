@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { hotStatement, type Pool } from '@hookline/db';
+import { withTimeout } from './db-timeout';
 
 /** One verified request, ready to be stored. */
 export interface PendingEvent {
@@ -63,14 +64,14 @@ const slot = (e: PendingEvent): string => `ingest:${e.ingesterId}\n${e.dedupKey}
  * Stores a batch atomically and returns one outcome per item, in order. Two items of the
  * batch with the same key are one event: the later one is a duplicate of the first.
  */
-export async function writeBatch(pool: Pool, items: readonly PendingEvent[], dedupWindowSeconds: number): Promise<WriteOutcome[]> {
+export async function writeBatch(pool: Pool, items: readonly PendingEvent[], dedupWindowSeconds: number, timeoutMs?: number): Promise<WriteOutcome[]> {
   const firstOf = new Map<string, number>();
   items.forEach((e, i) => {
     if (e.dedupKey !== null && !firstOf.has(slot(e))) firstOf.set(slot(e), i);
   });
   const input = items.filter((e, i) => e.dedupKey === null || firstOf.get(slot(e)) === i);
   const col = <T>(f: (e: PendingEvent) => T): T[] => input.map(f);
-  const { rows } = await pool.query<{ id: string }>(hotStatement('ingest_store', STORE, [
+  const { rows } = await pool.query<{ id: string }>(withTimeout(hotStatement('ingest_store', STORE, [
     col((e) => e.eventId),
     col((e) => e.tenantId),
     col((e) => e.ingesterId),
@@ -85,12 +86,14 @@ export async function writeBatch(pool: Pool, items: readonly PendingEvent[], ded
     col((e) => e.body),
     col((e) => (e.dedupKey === null ? null : createHash('sha256').update(e.body).digest('hex'))),
     dedupWindowSeconds,
-  ]));
+  ]), timeoutMs));
   const stored = new Set(rows.map((r) => r.id));
   const lost = input.filter((e) => !stored.has(e.eventId));
   const original = new Map<string, string>();
   if (lost.length > 0) {
-    const found = await pool.query<{ scope: string; key: string; event_id: string | null }>(ORIGINALS, [lost.map((e) => `ingest:${e.ingesterId}`), lost.map((e) => e.dedupKey)]);
+    const found = await pool.query<{ scope: string; key: string; event_id: string | null }>(
+      withTimeout({ text: ORIGINALS, values: [lost.map((e) => `ingest:${e.ingesterId}`), lost.map((e) => e.dedupKey)] }, timeoutMs),
+    );
     for (const r of found.rows) if (r.event_id) original.set(`${r.scope}\n${r.key}`, r.event_id);
   }
   const outcomeOf = (e: PendingEvent): WriteOutcome => {

@@ -1,5 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import { providerCtx } from '../testing/provider-context';
+import * as generic from './generic';
 import * as github from './github';
 import * as shopify from './shopify';
 import * as standardWebhooks from './standard-webhooks';
@@ -97,6 +98,13 @@ describe('provider specifics', () => {
     expect(stripe.dedupId(ctx)).toBe('evt_9');
   });
 
+  test('generic: the hex signature is accepted in upper case too (hex is case-insensitive)', () => {
+    const body = '{"type":"order.paid"}';
+    const sig = createHmac('sha256', 'gen-secret').update(`100.${body}`).digest('hex');
+    const ctx = providerCtx({ body, secrets: ['gen-secret'], nowSeconds: 100, headers: { 'X-Service-Timestamp': '100', 'X-Service-Signature': `t=100,v1=${sig.toUpperCase()}` } });
+    expect(generic.verify(ctx)).toEqual({ ok: true });
+    expect(generic.verify({ ...ctx, body: Buffer.from(body.replace('paid', 'void')) })).toEqual({ ok: false, reason: 'signature_mismatch' });
+  });
   test('event types and delivery ids of the other providers', () => {
     const gh = providerCtx({ body: '{}', secrets: [], headers: { 'X-GitHub-Event': 'push', 'X-GitHub-Delivery': 'd-1' } });
     expect([github.eventType(gh), github.dedupId(gh)]).toEqual(['push', 'd-1']);
