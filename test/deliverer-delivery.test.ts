@@ -1,7 +1,8 @@
 // The deliverer's send/record/retry path against local receivers, real PostgreSQL and Redis.
 import { Webhook } from 'standardwebhooks';
-import { verifyServiceSignature, whsecKey } from '@hookline/signing';
-import { freePort, startReceiver, waitFor, type Receiver, type ReceiverBehaviour } from '@hookline/testing';
+import { destinationHealthKey } from '@hookline/queues';
+import { createSecretBox, newWhsecSecret, verifyServiceSignature, whsecKey } from '@hookline/signing';
+import { freePort, startReceiver, waitFor, type ReceivedRequest, type Receiver, type ReceiverBehaviour } from '@hookline/testing';
 import { createHarness, type Harness } from './deliverer-fixtures';
 
 jest.setTimeout(60_000);
@@ -226,4 +227,47 @@ test('deliveries of cluster destinations and of disabled destinations are not cl
   expect(await h.run([d1.deliveryId, d2.deliveryId])).toMatchObject({ claimed: 0 });
   expect(rx.requests).toHaveLength(0);
   expect((await h.row(d1.deliveryId)).status).toBe('pending');
+});
+
+test('a destination whose signing secret cannot be opened (wrong SECRETS_KEY) gets nothing unsigned: a failed attempt, retried, then the DLQ', async () => {
+  const rx = await receiver();
+  const foreign = createSecretBox('not the deliverer SECRETS_KEY at all');
+  const dst = await h.destination(rx.url, { config: { max_attempts: 2, retry_schedule_ms: [20] } });
+  const both = await h.destination(rx.url, { config: { max_attempts: 1 } });
+  // The first: its only secret sealed with another key. The second: a rotation whose older secret does not open.
+  await h.db.pool.query('UPDATE destinations SET secrets = $2 WHERE id = $1', [dst.id, [foreign.seal(newWhsecSecret())]]);
+  await h.db.pool.query('UPDATE destinations SET secrets = secrets || $2::text[] WHERE id = $1', [both.id, [foreign.seal(newWhsecSecret())]]);
+  const d1 = await h.delivery(dst.id);
+  const d2 = await h.delivery(both.id);
+  expect(await h.run([d1.deliveryId, d2.deliveryId])).toMatchObject({ claimed: 2, delivered: 0, failed: 1, exhausted: 1 });
+  expect(rx.requests).toHaveLength(0);
+  expect(await h.attempts(d1.deliveryId)).toMatchObject([{ number: 1, status_code: null, error_kind: 'signing_unavailable', error: expect.stringContaining('SECRETS_KEY') }]);
+  expect((await h.row(d1.deliveryId)).status).toBe('failed');
+  await h.enqueue([d1.deliveryId]);
+  expect((await exhausted(d1.deliveryId)).attempt_count).toBe(2);
+  expect((await h.attempts(d2.deliveryId))[0]).toMatchObject({ error_kind: 'signing_unavailable' });
+  expect(rx.requests).toHaveLength(0);
+  // Our own refusal says nothing about the destination: its circuit keeps no failure.
+  expect(await h.redis.hget(destinationHealthKey(h.prefix, dst.id), 'failures')).toBeNull();
+});
+
+test('signatures are stamped when a request leaves, not before it waits for a concurrency slot', async () => {
+  // One request at a time, the first held 2 s: the second waits for it. Stamped before that
+  // wait, a backlog behind a slow destination went out with timestamps older than the
+  // receiver's tolerance (Standard Webhooks: 5 min) and was refused.
+  const rx = await receiver((n) => ({ status: 200, delayMs: n === 1 ? 2000 : 0 }));
+  const dst = await h.destination(rx.url, { config: { max_concurrency: 1 } });
+  const a = await h.delivery(dst.id);
+  const b = await h.delivery(dst.id);
+  expect(await h.run([a.deliveryId, b.deliveryId])).toMatchObject({ claimed: 2, delivered: 2 });
+  const [first, second] = rx.requests as [ReceivedRequest, ReceivedRequest];
+  // The second left after the first was answered, at least 2 s after the first arrived.
+  const stamp = Number(second.headers['webhook-timestamp']);
+  expect(stamp).toBeGreaterThanOrEqual(Math.floor((first.at + 2000) / 1000));
+  expect(second.headers['x-service-timestamp']).toBe(String(stamp));
+  expect(second.headers['x-service-signature']).toMatch(new RegExp(`^t=${stamp},v1=[0-9a-f]{64}$`));
+  const sw = { 'webhook-id': String(second.headers['webhook-id']), 'webhook-timestamp': String(stamp), 'webhook-signature': String(second.headers['webhook-signature']) };
+  expect(new Webhook(dst.secrets[0]!).verify(second.body, sw)).toEqual({ data: { amount: 100 } });
+  const sig = verifyServiceSignature([whsecKey(dst.secrets[0]!)], second.body, String(second.headers['x-service-signature']), String(second.headers['x-service-timestamp']), 300);
+  expect(sig).toEqual({ ok: true });
 });

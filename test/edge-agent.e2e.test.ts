@@ -141,6 +141,25 @@ test('an agent killed mid-delivery: the lease expires and a second agent deliver
   expect(await attemptsOf(stack.db.pool, deliveryId)).toEqual([{ number: 1, status_code: 200, error_kind: null, via: 'edge', response_body: 'ok' }]);
 });
 
+test('the agent never holds leased work unsent: the service\'s lease-time signatures are as fresh as the send', async () => {
+  // Signatures are stamped when the service leases (lease-work.ts), so the agent must not
+  // lease more than it starts at once. One slot, the first request held: the second
+  // delivery stays unleased until the slot frees, and is signed when it is leased then.
+  const p = await plane();
+  p.rx.setBehaviour((n) => ({ status: 200, body: 'ok', delayMs: n === 1 ? 1500 : 0 }));
+  const a = await send(p, Buffer.from('{"id":"evt_slot_a","type":"x"}'));
+  const b = await send(p, Buffer.from('{"id":"evt_slot_b","type":"x"}'));
+  await agentFor(p, { EDGE_MAX_IN_FLIGHT: '1' });
+  await waitFor(() => p.rx.requests.length === 1, { what: 'the agent to start the first delivery' });
+  const rows = await Promise.all([a, b].map((d) => deliveryRow(stack.db.pool, d.deliveryId)));
+  expect(rows.map((r) => r.status).sort()).toEqual(['delivering', 'pending']);
+  expect(rows.find((r) => r.status === 'pending')).toMatchObject({ attempt_count: 0, lease_owner: null });
+
+  for (const d of [a, b]) await waitFor(async () => (await deliveryRow(stack.db.pool, d.deliveryId)).status === 'delivered', { what: 'both deliveries to go out' });
+  expect(p.rx.requests).toHaveLength(2);
+  for (const r of p.rx.requests) expect(() => new Webhook(p.signingSecret).verify(r.body.toString(), r.headers as Record<string, string>)).not.toThrow();
+});
+
 test('two agents share the work: every delivery is received once', async () => {
   const p = await plane();
   p.rx.setBehaviour(() => ({ status: 200, body: 'ok', delayMs: 300 }));

@@ -6,7 +6,9 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer as createTlsServer } from 'node:tls';
+import { createSecretBox } from '@hookline/signing';
 import { createTestDatabase, flushPrefix, seedTenant, startReceiver, startService, uniquePrefix, waitFor, type ServiceProcess, type TestDatabase } from '@hookline/testing';
+import { toSendResult } from '../services/api/src/edge/record-reports';
 import { attemptsOf, deliveryRow, edgePost, insertCluster, insertEdgeDelivery, SECRETS_KEY, signEdge, startAgent } from './edge-fixtures';
 
 jest.setTimeout(60_000);
@@ -202,6 +204,69 @@ describe('work and reports', () => {
     expect((await work()).body.deliveries).toEqual([]);
     expect(await deliveryRow(db.pool, d.deliveryId)).toMatchObject({ status: 'exhausted', attempt_count: 1 });
     expect(await attemptsOf(db.pool, d.deliveryId)).toEqual([expect.objectContaining({ error_kind: 'payload_missing', via: 'edge' })]);
+  });
+
+  it('a destination whose signing secret does not open (wrong SECRETS_KEY) is not handed out: signing_unavailable, retried, then the DLQ', async () => {
+    const c = await insertCluster(db.pool, tenantId);
+    const foreign = createSecretBox('not the api SECRETS_KEY at all').seal('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw');
+    // The first: its only secret sealed with another key. The second: a rotation whose older secret does not open.
+    const only = await insertEdgeDelivery(db.pool, tenantId, c.id);
+    await db.pool.query('UPDATE destinations SET secrets = $2 WHERE id = $1', [only.destinationId, [foreign]]);
+    const rotated = await insertEdgeDelivery(db.pool, tenantId, c.id, { secret: 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD' });
+    await db.pool.query('UPDATE destinations SET secrets = secrets || $2::text[] WHERE id = $1', [rotated.destinationId, [foreign]]);
+
+    expect((await work(c)).body.deliveries).toEqual([]);
+    for (const d of [only, rotated]) {
+      expect(await deliveryRow(db.pool, d.deliveryId)).toMatchObject({ status: 'failed', attempt_count: 1, lease_owner: null });
+      const [attempt] = await attemptsOf(db.pool, d.deliveryId);
+      expect(attempt).toEqual({ number: 1, status_code: null, error_kind: 'signing_unavailable', via: 'edge', response_body: null });
+    }
+    const error = await db.pool.query(`SELECT error FROM delivery_attempts WHERE delivery_id = $1`, [only.deliveryId]);
+    expect(error.rows[0].error).toContain('SECRETS_KEY');
+    // Retried on the schedule (RETRY_SCHEDULE_MS 300), never handed out; the last allowed attempt (2) goes to the DLQ.
+    await waitFor(
+      async () => {
+        expect((await work(c)).body.deliveries).toEqual([]);
+        return (await deliveryRow(db.pool, only.deliveryId)).status === 'exhausted' && (await deliveryRow(db.pool, rotated.deliveryId)).status === 'exhausted';
+      },
+      { what: 'both deliveries to be exhausted' },
+    );
+    for (const d of [only, rotated]) {
+      expect((await attemptsOf(db.pool, d.deliveryId)).map((a) => [a.number, a.error_kind])).toEqual([[1, 'signing_unavailable'], [2, 'signing_unavailable']]);
+      const ev = await db.pool.query(`SELECT status FROM events WHERE id = $1`, [d.eventId]);
+      expect(ev.rows[0].status).toBe('dlq_queued');
+    }
+  });
+
+  it('a delivery whose flow is DISABLED or DELETED is not handed out and uses no attempt; ACTIVE again, it is', async () => {
+    const c = await insertCluster(db.pool, tenantId);
+    const d = await insertEdgeDelivery(db.pool, tenantId, c.id);
+    const setFlow = (state: string) => db.pool.query(`UPDATE delivery_flows SET state = $2 WHERE id = (SELECT flow_id FROM deliveries WHERE id = $1)`, [d.deliveryId, state]);
+    for (const state of ['DISABLED', 'DELETED']) {
+      await setFlow(state);
+      expect([state, (await work(c)).body.deliveries]).toEqual([state, []]);
+      expect(await deliveryRow(db.pool, d.deliveryId)).toMatchObject({ status: 'pending', attempt_count: 0, lease_owner: null });
+    }
+    expect(await attemptsOf(db.pool, d.deliveryId)).toEqual([]);
+    await setFlow('ACTIVE');
+    const got = (await work(c)).body.deliveries;
+    expect(got.map((x: { id: string }) => x.id)).toEqual([d.deliveryId]);
+    expect((await report(c, [answer(d.deliveryId, got[0].lease_owner, 200)])).body.results[0]).toMatchObject({ result: 'recorded', status: 'delivered' });
+  });
+
+  it('refuses a report claiming signing_unavailable (only the service decides that) with 400, recording nothing', async () => {
+    const c = await insertCluster(db.pool, tenantId);
+    const d = await insertEdgeDelivery(db.pool, tenantId, c.id);
+    const item = (await work(c)).body.deliveries[0];
+    const res = await report(c, [answer(d.deliveryId, item.lease_owner, null, { error_kind: 'signing_unavailable', error: 'made up' })]);
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual(expect.arrayContaining([expect.objectContaining({ field: expect.stringContaining('error_kind') })]));
+    expect(await deliveryRow(db.pool, d.deliveryId)).toMatchObject({ status: 'delivering', attempt_count: 0, lease_owner: item.lease_owner });
+    expect(await attemptsOf(db.pool, d.deliveryId)).toEqual([]);
+    // Past the schema too, an agent's answerless request is never recorded as the service's verdict.
+    const asRecorded = toSendResult(answer(d.deliveryId, item.lease_owner, null, { error_kind: 'signing_unavailable' }) as Parameters<typeof toSendResult>[0], 100);
+    expect(asRecorded.errorKind).toBe('connect');
+    expect((await report(c, [answer(d.deliveryId, item.lease_owner, 200)])).body.results[0]).toMatchObject({ result: 'recorded', status: 'delivered' });
   });
 
   it('only the cluster\'s own deliveries are handed out, and a report cannot touch another cluster\'s', async () => {

@@ -27,6 +27,14 @@ export const heldSql = (alias: string): string => `(${alias}.status IN (${CLAIMA
 /** SQL: the row `alias` is free to claim or lease (no lease, or an expired one). */
 export const freeSql = (alias: string): string => `(${alias}.lease_until IS NULL OR ${alias}.lease_until <= now())`;
 
+/**
+ * SQL: the delivery `alias` may be sent as far as its flow is concerned: a DISABLED or
+ * DELETED flow stops its deliveries (SPEC.md lifecycle) until it is ACTIVE again. A flow
+ * row that does not exist holds nothing back.
+ */
+export const flowActiveSql = (alias: string): string =>
+  `NOT EXISTS (SELECT 1 FROM delivery_flows f WHERE f.id = ${alias}.flow_id AND f.state <> 'ACTIVE')`;
+
 /** SQL: the status the API shows for `alias` (`delivering` while held), as text. */
 export const shownStatusSql = (alias: string): string => `(CASE WHEN ${heldSql(alias)} THEN 'delivering' ELSE ${alias}.status::text END)`;
 

@@ -31,9 +31,22 @@ export function childTraceparent(correlationId: string, parent?: string): string
 }
 
 /**
+ * The signature headers of one attempt, stamped `nowSeconds`: Standard Webhooks
+ * (`webhook-id` = the delivery id, `webhook-timestamp`, one `v1,` per secret) and
+ * `X-Service-Signature` / `X-Service-Timestamp` with the newest secret. None without a secret.
+ */
+export function signatureHeaders(secrets: string[], deliveryId: string, body: Buffer, nowSeconds = Math.floor(Date.now() / 1000)): Record<string, string> {
+  const first = secrets[0];
+  if (!first) return {};
+  return { ...signStandardWebhook(secrets, deliveryId, nowSeconds, body), ...signServiceRequest(whsecKey(first), body, nowSeconds) };
+}
+
+/**
  * The headers of one attempt. Custom headers come first so that nothing configured can
  * replace a signature or the idempotency key. The idempotency key and `webhook-id` are
- * the delivery id: stable across retries and replays of that delivery.
+ * the delivery id: stable across retries and replays of that delivery. A sender that may
+ * wait before sending passes no secrets here and adds `signatureHeaders` when the request
+ * leaves, so that the signed timestamp is the sending time.
  */
 export function buildHeaders(m: OutboundMessage, nowSeconds = Math.floor(Date.now() / 1000)): Record<string, string> {
   const headers: Record<string, string> = {
@@ -47,10 +60,5 @@ export function buildHeaders(m: OutboundMessage, nowSeconds = Math.floor(Date.no
     traceparent: childTraceparent(m.correlationId, m.traceparent),
   };
   if (m.eventType) headers['x-hookline-event-type'] = headerValue(m.eventType);
-  const first = m.secrets[0];
-  if (first) {
-    Object.assign(headers, signStandardWebhook(m.secrets, m.deliveryId, nowSeconds, m.body));
-    Object.assign(headers, signServiceRequest(whsecKey(first), m.body, nowSeconds));
-  }
-  return headers;
+  return Object.assign(headers, signatureHeaders(m.secrets, m.deliveryId, m.body, nowSeconds));
 }

@@ -2,9 +2,11 @@
  * Why an attempt failed without (or before) a usable answer. `http_error` is a non-2xx
  * answer, `redirect` a 3xx (never followed), `payload_missing` a delivery whose retained
  * payload was purged, so nothing was sent, `edge_unavailable` a delivery of a cluster
- * destination that no edge agent took within the wait limit (nothing was sent either).
+ * destination that no edge agent took within the wait limit (nothing was sent either),
+ * `signing_unavailable` a destination whose signing secret could not be opened (a wrong
+ * SECRETS_KEY): nothing is sent unsigned.
  */
-export const ERROR_KINDS = ['timeout', 'dns', 'connect', 'tls', 'reset', 'refused', 'ssrf_blocked', 'http_error', 'redirect', 'payload_missing', 'edge_unavailable'] as const;
+export const ERROR_KINDS = ['timeout', 'dns', 'connect', 'tls', 'reset', 'refused', 'ssrf_blocked', 'http_error', 'redirect', 'payload_missing', 'edge_unavailable', 'signing_unavailable'] as const;
 export type ErrorKind = (typeof ERROR_KINDS)[number];
 
 /** What one attempt produced; becomes one `delivery_attempts` row. */
@@ -24,5 +26,5 @@ export function isSuccess(r: SendResult): boolean {
 
 /** Failures that say something about the destination (our own refusals do not). */
 export function countsAgainstDestination(r: SendResult): boolean {
-  return !isSuccess(r) && r.errorKind !== 'ssrf_blocked' && r.errorKind !== 'payload_missing' && r.errorKind !== 'edge_unavailable';
+  return !isSuccess(r) && r.errorKind !== 'ssrf_blocked' && r.errorKind !== 'payload_missing' && r.errorKind !== 'edge_unavailable' && r.errorKind !== 'signing_unavailable';
 }

@@ -86,6 +86,8 @@ export function createEdgeAgent(deps: EdgeAgentDeps): EdgeAgent {
         first = false;
         lastContact = Date.now();
         held += work.deliveries.length;
+        // Every item starts now, never queued: the service signed its headers at lease time
+        // (services/api lease-work.ts), so holding one back would age its signed timestamp.
         for (const item of work.deliveries) void run(item, work.response_body_limit);
       } catch (err) {
         if (stopping) break;

@@ -1,5 +1,5 @@
 import { hotStatement, type Pool } from '@hookline/db';
-import { CLAIMABLE_SQL, freeSql, sendContextSelect, type SendContextColumns } from '@hookline/delivery';
+import { CLAIMABLE_SQL, flowActiveSql, freeSql, sendContextSelect, type SendContextColumns } from '@hookline/delivery';
 
 /** A delivery this process now holds (leased; its status unchanged), with all it needs to send. */
 export interface ClaimedDelivery {
@@ -32,8 +32,10 @@ interface Row extends SendContextColumns {
 
 // One statement: lock the due, unheld rows (skipping rows another claim holds), lease
 // them, and return them joined with destination, event and payload. Only direct
-// destinations (no cluster: an edge agent delivers those) that are ACTIVE. The lease is
-// the only write (see @hookline/delivery lease.ts): an in-place (HOT) update.
+// destinations (no cluster: an edge agent delivers those) that are ACTIVE, and only while
+// the delivery's flow is ACTIVE (a DISABLED or DELETED flow stops its deliveries, SPEC.md
+// lifecycle; re-enabled, the recovery sweep sends them). The lease is the only write (see
+// @hookline/delivery lease.ts): an in-place (HOT) update.
 //
 // The rows are looked up one id at a time (LATERAL, primary key) on purpose: given the ids,
 // that plan is always right, while with `id = ANY(...)` the planner, working from stale
@@ -51,6 +53,7 @@ WITH cand AS (
       AND d.status IN (${CLAIMABLE_SQL}) AND ${freeSql('d')}
       AND d.next_attempt_at <= now() + $2::float8 * interval '1 millisecond'
       AND EXISTS (SELECT 1 FROM destinations t WHERE t.id = d.destination_id AND t.cluster_id IS NULL AND t.state = 'ACTIVE')
+      AND ${flowActiveSql('d')}
     FOR UPDATE OF d SKIP LOCKED
   ) d
 ), claimed AS (

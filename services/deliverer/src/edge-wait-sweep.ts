@@ -1,5 +1,5 @@
 import type { Pool } from '@hookline/db';
-import { CLAIMABLE_SQL, freeSql, newLeaseOwner, decide, destinationSettings, recordOutcomes, type DeliveryPolicy, type Outcome, type SendResult } from '@hookline/delivery';
+import { CLAIMABLE_SQL, flowActiveSql, freeSql, newLeaseOwner, decide, destinationSettings, recordOutcomes, type DeliveryPolicy, type Outcome, type SendResult } from '@hookline/delivery';
 import { withTryLock } from '@hookline/db';
 
 export interface EdgeWaitInput {
@@ -34,7 +34,7 @@ WITH stale AS (
   FROM deliveries d
   JOIN destinations t ON t.id = d.destination_id
   JOIN clusters c ON c.id = t.cluster_id
-  WHERE t.state = 'ACTIVE'
+  WHERE t.state = 'ACTIVE' AND ${flowActiveSql('d')}
     AND d.status IN (${CLAIMABLE_SQL}) AND ${freeSql('d')}
     AND (c.last_seen_at IS NULL OR c.last_seen_at < now() - $1::float8 * interval '1 millisecond')
     AND GREATEST(d.next_attempt_at, d.lease_until, c.last_seen_at) < now() - $2::float8 * interval '1 millisecond'

@@ -12,6 +12,12 @@ export interface SendTarget {
   settings: DestinationSettings;
   /** Opened client key for mTLS (the PEM, never stored in plain text). */
   mtlsKey: string | null;
+  /**
+   * The signature headers, made when the request leaves: a request can wait for a
+   * concurrency slot (a slow destination's backlog) for longer than a receiver's timestamp
+   * tolerance, so its signature must not be stamped before that wait.
+   */
+  signHeaders?: () => Record<string, string>;
 }
 
 export interface HttpSender {
@@ -100,13 +106,14 @@ export function createHttpSender(opts: HttpSenderOptions): HttpSender {
     const blocked = opts.guard.checkHost(url.hostname);
     if (blocked) return failure('ssrf_blocked', blocked.message);
 
+    const sent = t.signHeaders ? { ...headers, ...t.signHeaders() } : headers;
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), t.settings.timeoutMs);
     try {
       const res = await poolFor(t, url).request({
         path: target.path,
         method: t.settings.method as 'POST',
-        headers: target.auth.authorization === undefined ? headers : { ...target.auth, ...headers },
+        headers: target.auth.authorization === undefined ? sent : { ...target.auth, ...sent },
         body,
         signal: abort.signal,
         headersTimeout: t.settings.timeoutMs,

@@ -1,7 +1,7 @@
 import type { Pool } from '@hookline/db';
 import type { Producer } from '@hookline/queues';
 import { withTryLock } from '@hookline/db';
-import { CLAIMABLE_SQL, freeSql } from '@hookline/delivery';
+import { CLAIMABLE_SQL, flowActiveSql, freeSql } from '@hookline/delivery';
 
 export interface RecoveryInput {
   /** A due delivery with no job for this long is re-enqueued. */
@@ -15,12 +15,12 @@ export interface RecoveryInput {
 // between commit and enqueue), and ones a crashed deliverer held (lease expired). Both are
 // due rows with no live lease; they get next_attempt_at = now() and the lease dropped, so
 // one sweep re-enqueues a delivery at most once per `afterMs`. Direct, ACTIVE
-// destinations only.
+// destinations and ACTIVE flows only (the claim would refuse the others).
 export const SWEEP_SQL = `
 WITH due AS (
   SELECT d.id FROM deliveries d JOIN destinations t ON t.id = d.destination_id
   WHERE d.status IN (${CLAIMABLE_SQL}) AND d.next_attempt_at < now() - $1::float8 * interval '1 millisecond'
-    AND ${freeSql('d')} AND t.cluster_id IS NULL AND t.state = 'ACTIVE'
+    AND ${freeSql('d')} AND t.cluster_id IS NULL AND t.state = 'ACTIVE' AND ${flowActiveSql('d')}
   ORDER BY d.next_attempt_at LIMIT $2
   FOR UPDATE OF d SKIP LOCKED
 )

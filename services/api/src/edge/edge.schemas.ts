@@ -19,6 +19,10 @@ export const workRequestSchema = {
   additionalProperties: false,
 };
 
+// An agent cannot know that the service could not sign (it never holds the destination
+// secrets): a report claiming `signing_unavailable` is refused (400) like an unknown kind.
+const REPORTABLE_ERROR_KINDS = ERROR_KINDS.filter((k) => k !== 'signing_unavailable');
+
 export const reportSchema = {
   type: 'object',
   required: ['delivery_id', 'lease_owner', 'status_code', 'started_at', 'duration_ms'],
@@ -28,7 +32,7 @@ export const reportSchema = {
     status_code: { type: ['integer', 'null'], minimum: 100, maximum: 599 },
     response_body: { type: ['string', 'null'] },
     response_headers: { type: ['object', 'null'], additionalProperties: { type: 'string' } },
-    error_kind: { type: ['string', 'null'], enum: [...ERROR_KINDS, null] },
+    error_kind: { type: ['string', 'null'], enum: [...REPORTABLE_ERROR_KINDS, null] },
     error: { type: ['string', 'null'] },
     started_at: { type: 'string', format: 'date-time' },
     duration_ms: { type: 'integer', minimum: 0, maximum: 86_400_000 },

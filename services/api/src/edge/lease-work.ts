@@ -1,4 +1,4 @@
-import { CLAIMABLE_SQL, freeSql, newLeaseOwner, basicAuth, buildHeaders, sendContextSelect, type SendContextColumns, decide, destinationSettings, recordOutcomes, type DestinationSettings, type Outcome, type WorkItem } from '@hookline/delivery';
+import { CLAIMABLE_SQL, flowActiveSql, freeSql, newLeaseOwner, basicAuth, buildHeaders, sendContextSelect, type SendContextColumns, decide, destinationSettings, recordOutcomes, type DestinationSettings, type Outcome, type SendResult, type WorkItem } from '@hookline/delivery';
 import type { EdgeCluster } from './edge-auth';
 import type { EdgeDeps } from './edge-deps';
 
@@ -14,11 +14,13 @@ interface Row extends SendContextColumns {
 // Competing consumers: lock the cluster's due deliveries that no live lease holds
 // (skipping rows another agent's lease statement holds), lease them to this poll, and
 // return them with what sending needs. A row whose lease expired (an agent that vanished)
-// is free again. Only the lease is written (see @hookline/delivery lease.ts).
+// is free again. Only the lease is written (see @hookline/delivery lease.ts). As in the
+// deliverer's claim, a delivery whose flow is DISABLED or DELETED waits (SPEC.md
+// lifecycle) and is handed out once the flow is ACTIVE again.
 export const LEASE_SQL = `
 WITH cand AS (
   SELECT d.id FROM deliveries d JOIN destinations t ON t.id = d.destination_id
-  WHERE t.cluster_id = $1 AND t.tenant_id = $2 AND t.state = 'ACTIVE'
+  WHERE t.cluster_id = $1 AND t.tenant_id = $2 AND t.state = 'ACTIVE' AND ${flowActiveSql('d')}
     AND d.status IN (${CLAIMABLE_SQL}) AND d.next_attempt_at <= now() AND ${freeSql('d')}
   ORDER BY d.next_attempt_at
   LIMIT $3
@@ -37,7 +39,20 @@ export function leaseMsFor(leaseMs: number, timeoutMs: number): number {
   return Math.max(leaseMs, timeoutMs + Math.ceil(leaseMs / 2));
 }
 
-function toItem(deps: EdgeDeps, r: Row & { body: Buffer }, leaseOwner: string, leaseUntil: Date, settings: DestinationSettings): WorkItem {
+/** The destination's secrets opened, or null when one does not open (a wrong SECRETS_KEY). */
+function openAll(deps: EdgeDeps, sealed: string[] | null): string[] | null {
+  const plain = (sealed ?? []).map(deps.openSecret);
+  return plain.every((s): s is string => s !== null) ? plain : null;
+}
+
+// Signed here, at lease time, and not by the agent: the agent never holds a destination
+// secret (packages/edge README). That is honest about the signing time because the agent
+// does not queue leased work: it asks for at most its free room and starts every item as
+// the work response arrives (packages/edge agent.ts, one connection pool per origin with
+// no connection limit), so the signed timestamp is the lease plus the response's transit,
+// far inside a receiver's tolerance (Standard Webhooks: 5 min). Work leased again after a
+// lease expired is signed again.
+function toItem(r: Row & { body: Buffer }, secrets: string[], leaseOwner: string, leaseUntil: Date, settings: DestinationSettings): WorkItem {
   const url = new URL(r.url);
   const auth = basicAuth(url);
   url.username = '';
@@ -50,7 +65,7 @@ function toItem(deps: EdgeDeps, r: Row & { body: Buffer }, leaseOwner: string, l
     receivedAt: r.received_at,
     body: r.body,
     contentType: r.content_type,
-    secrets: (r.secrets ?? []).map(deps.openSecret).filter((s): s is string => s !== null),
+    secrets,
     customHeaders: settings.headers,
   });
   return {
@@ -65,25 +80,35 @@ function toItem(deps: EdgeDeps, r: Row & { body: Buffer }, leaseOwner: string, l
   };
 }
 
+/** An attempt the service refused to hand out: nothing was sent. */
+function notSent(errorKind: 'payload_missing' | 'signing_unavailable', error: string, now: Date): SendResult {
+  return { statusCode: null, errorKind, error, responseBody: null, responseHeaders: null, startedAt: now, durationMs: 0 };
+}
+
 /**
  * Leases up to `max` due deliveries of the cluster to one agent poll and returns them
- * ready to send. A delivery whose retained payload was purged is not handed out: its
- * attempt is recorded here (`payload_missing`, to the DLQ), as the deliverer does.
+ * ready to send. As the deliverer does, some are not handed out and get their attempt
+ * recorded here: a purged payload (`payload_missing`, to the DLQ), and a destination with
+ * a secret that does not open (`signing_unavailable`: never sent unsigned or half-signed;
+ * retried, then the DLQ).
  */
 export async function leaseWork(deps: EdgeDeps, cluster: EdgeCluster, input: { agentId: string; max: number }): Promise<WorkItem[]> {
   const leaseOwner = newLeaseOwner(`edge:${input.agentId}`);
   const { rows } = await deps.pool.query<Row>(LEASE_SQL, [cluster.id, cluster.tenantId, input.max, deps.config.EDGE_LEASE_MS, leaseOwner]);
   if (rows.length === 0) return [];
   const items: WorkItem[] = [];
-  const missing: Outcome[] = [];
+  const refused: Outcome[] = [];
   const longer: { id: string; ms: number }[] = [];
   const now = new Date();
   for (const r of rows) {
     const settings = destinationSettings(r.method, r.config, deps.policy.defaults);
-    if (!r.body) {
-      const result = { statusCode: null, errorKind: 'payload_missing' as const, error: 'the retained payload was purged', responseBody: null, responseHeaders: null, startedAt: now, durationMs: 0 };
+    const secrets = openAll(deps, r.secrets);
+    if (!r.body || !secrets) {
+      const result = !r.body
+        ? notSent('payload_missing', 'the retained payload was purged', now)
+        : notSent('signing_unavailable', 'a signing secret of the destination could not be opened (check SECRETS_KEY); nothing was sent', now);
       const attemptNumber = r.attempt_count + 1;
-      missing.push({ deliveryId: r.id, tenantId: r.tenant_id, eventId: r.event_id, attemptNumber, result, decision: decide(settings, deps.policy.backoff, result, attemptNumber, r.replay_count) });
+      refused.push({ deliveryId: r.id, tenantId: r.tenant_id, eventId: r.event_id, attemptNumber, result, decision: decide(settings, deps.policy.backoff, result, attemptNumber, r.replay_count) });
       continue;
     }
     const ms = leaseMsFor(deps.config.EDGE_LEASE_MS, settings.timeoutMs);
@@ -92,7 +117,7 @@ export async function leaseWork(deps: EdgeDeps, cluster: EdgeCluster, input: { a
       longer.push({ id: r.id, ms });
       until = new Date(r.lease_until.getTime() + ms - deps.config.EDGE_LEASE_MS);
     }
-    items.push(toItem(deps, { ...r, body: r.body }, leaseOwner, until, settings));
+    items.push(toItem({ ...r, body: r.body }, secrets, leaseOwner, until, settings));
   }
   if (longer.length > 0) {
     await deps.pool.query(
@@ -101,6 +126,6 @@ export async function leaseWork(deps: EdgeDeps, cluster: EdgeCluster, input: { a
       [longer.map((l) => l.id), longer.map((l) => l.ms), deps.config.EDGE_LEASE_MS, leaseOwner],
     );
   }
-  await recordOutcomes(deps.pool, leaseOwner, missing, { via: 'edge' });
+  await recordOutcomes(deps.pool, leaseOwner, refused, { via: 'edge' });
   return items;
 }

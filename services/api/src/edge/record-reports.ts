@@ -2,7 +2,6 @@ import {
   CLAIMABLE_SQL,
   decide,
   destinationSettings,
-  ERROR_KINDS,
   pickHeaders,
   recordOutcomes,
   truncateBody,
@@ -25,8 +24,10 @@ interface Held {
   config: unknown;
 }
 
-// Kinds an agent may report for a request that got no answer; the rest are the service's own.
-const NETWORK_KINDS = new Set<string>(ERROR_KINDS.filter((k) => !['http_error', 'redirect', 'payload_missing', 'edge_unavailable', 'ssrf_blocked'].includes(k)));
+// Kinds an agent may report for a request that got no answer, listed rather than derived
+// from ERROR_KINDS: a kind added there for the service's own verdicts (as
+// `signing_unavailable` was) must not become one an agent can set.
+const NETWORK_KINDS = new Set<string>(['timeout', 'dns', 'connect', 'tls', 'reset', 'refused'] satisfies ErrorKind[]);
 
 /**
  * An agent's report as the attempt the deliverer would have recorded: the error kind
