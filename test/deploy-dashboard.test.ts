@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { dashboardProblems, documentedMetrics, metricNamesInCode, metricUses, type Dashboard } from '../deploy/checks/dashboard-checks';
 import { REPO_ROOT } from '../deploy/checks/kustomize-lite';
+import { createMetrics } from '@hookline/observability';
 
 const dashboard = (): Dashboard => JSON.parse(readFileSync(resolve(REPO_ROOT, 'deploy/grafana/hookline-dashboard.json'), 'utf8')) as Dashboard;
 const metrics = documentedMetrics(readFileSync(resolve(REPO_ROOT, 'docs/deployment.md'), 'utf8'));
@@ -38,6 +39,26 @@ test('every hookline_* metric named in the services and packages is documented',
   expect(roots.length).toBeGreaterThanOrEqual(8);
   const undocumented = [...metricNamesInCode(roots)].filter(([name]) => !metrics.has(name));
   expect(undocumented).toEqual([]);
+});
+
+test('each documented metric has the type and labels the code registers', async () => {
+  const docs = readFileSync(resolve(REPO_ROOT, 'docs/deployment.md'), 'utf8');
+  // | `name` | type | `a`, `b` (or –) | emitted by | meaning |
+  const documented = [...docs.matchAll(/^\| `(hookline_[a-z0-9_]+)` \| (\w+) \| ([^|]*) \|/gm)].map((m) => ({
+    name: m[1]!,
+    type: m[2]!,
+    labels: [...m[3]!.matchAll(/`([a-z_]+)`/g)].map((l) => l[1]!).sort(),
+  }));
+  const registered = new Map<string, { name: string; type: string; labels: string[] }>();
+  for (const service of ['api', 'ingest', 'router', 'deliverer'] as const) {
+    const { registry } = createMetrics(service, { defaultMetrics: false });
+    for (const m of await registry.getMetricsAsJSON()) {
+      const labelNames = (registry.getSingleMetric(m.name) as unknown as { labelNames?: string[] }).labelNames ?? [];
+      registered.set(m.name, { name: m.name, type: String(m.type), labels: [...labelNames].sort() });
+    }
+  }
+  expect(documented.length).toBe(metrics.size);
+  expect(documented).toEqual(documented.map((d) => registered.get(d.name) ?? { ...d, type: '(not registered by any service)' }));
 });
 
 test('metric names are found in code (so an undocumented one fails the test above)', () => {

@@ -2,13 +2,16 @@
 // kustomize (cross-checked against `kubectl kustomize`), validated against the Kubernetes
 // and KEDA schemas, and checked against what the services actually read and serve.
 import { execFileSync } from 'node:child_process';
-import { resolve } from 'node:path';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { createProducer, createRedis, type Producer, type Redis } from '@hookline/queues';
 import { flushPrefix, uniquePrefix } from '@hookline/testing';
 import { parseAllDocuments } from 'yaml';
 import { autoscalingProblems, connectionBudget } from '../deploy/checks/autoscaling-checks';
 import { kustomizeBuild, objectKey, REPO_ROOT, type K8sObject } from '../deploy/checks/kustomize-lite';
-import { envContractProblems, hardeningProblems, imageProblems, migrationProblems, probeProblems, schemaProblems, selectorProblems, shutdownProblems } from '../deploy/checks/manifest-checks';
+import { envContractProblems, hardeningProblems, imageProblems, migrationProblems, poolProblems, probeProblems, publicUrlProblems, schemaProblems, secretProblems, selectorProblems, shutdownProblems } from '../deploy/checks/manifest-checks';
+import { contractFor, schemasLoadedIn } from '../deploy/checks/process-env';
 import { workloads, type Workload } from '../deploy/checks/workloads';
 
 const BASE = resolve(REPO_ROOT, 'deploy/kustomize/base');
@@ -33,6 +36,9 @@ function allProblems(wls: Workload[], objects: K8sObject[]): string[] {
     ...migrationProblems(wls),
     ...imageProblems(wls),
     ...autoscalingProblems(wls, objects),
+    ...poolProblems(wls),
+    ...secretProblems(objects),
+    ...publicUrlProblems(wls),
   ];
 }
 
@@ -90,6 +96,19 @@ describe.each([
     expect(autoscalingProblems(wls, objects)).toEqual([]);
   });
 
+  test('router, api and deliverers read one DEDICATED_POOLS, and a deliverer consumes every queue it names', () => {
+    expect(poolProblems(wls)).toEqual([]);
+  });
+
+  test('the public URLs (hook URLs, discovery links) are set, not left at a loopback default', () => {
+    expect(publicUrlProblems(wls)).toEqual([]);
+  });
+
+  test('the Secrets committed here hold example values only', () => {
+    expect(objects.some((o) => o.kind === 'Secret')).toBe(true);
+    expect(secretProblems(objects)).toEqual([]);
+  });
+
   test(`worst-case PostgreSQL connections stay within ${POSTGRES_CONNECTION_BUDGET}`, () => {
     const { total, lines } = connectionBudget(wls, objects);
     expect(lines.length).toBeGreaterThanOrEqual(5);
@@ -102,6 +121,16 @@ describe.each([
     const byKey = (list: K8sObject[]): Record<string, K8sObject> => Object.fromEntries(list.map((o) => [objectKey(o), o]));
     expect(byKey(objects)).toEqual(byKey(theirs));
   });
+});
+
+test("docs/deployment.md's connection budget is what the manifests add up to", async () => {
+  const row = /^\| \*\*total\*\* \|.*\*\*(\d+) \/ (\d+)\*\* \|$/m.exec(readFileSync(resolve(REPO_ROOT, 'docs/deployment.md'), 'utf8'));
+  expect(row).not.toBeNull();
+  const total = async (dir: string): Promise<number> => {
+    const objects = kustomizeBuild(dir);
+    return connectionBudget(await workloads(objects), objects).total;
+  };
+  expect({ base: await total(BASE), example: await total(EXAMPLE) }).toEqual({ base: Number(row![1]), example: Number(row![2]) });
 });
 
 describe('the example overlay', () => {
@@ -165,6 +194,46 @@ describe('the checks find broken manifests', () => {
     expect(text).toMatch(/services\/routr\/src\/main\.ts does not exist/);
   });
 
+  test('an api with another DEDICATED_POOLS than the router, a pool no deliverer consumes', async () => {
+    const problems = await broken((o) => {
+      delete data(find(o, 'ConfigMap', 'hookline-api')).DEDICATED_POOLS;
+      data(find(o, 'ConfigMap', 'hookline-deliverer-acme')).DELIVER_QUEUES = 'deliver';
+    }, EXAMPLE);
+    expect(problems.filter((p) => !p.startsWith('ScaledObject/'))).toEqual([
+      'Deployment/hookline-api: DEDICATED_POOLS is (empty), but Deployment/hookline-router has ten_REPLACE_WITH_ACME_TENANT_ID=acme',
+      'no deliverer consumes deliver.acme, where DEDICATED_POOLS sends the deliveries of ten_REPLACE_WITH_ACME_TENANT_ID',
+    ]);
+  });
+
+  test("an api whose discovery documents would link to its loopback default", async () => {
+    const problems = await broken((o) => {
+      delete data(find(o, 'ConfigMap', 'hookline-api')).API_PUBLIC_URL;
+    });
+    expect(problems).toEqual(['Deployment/hookline-api: API_PUBLIC_URL is http://127.0.0.1:8080, a loopback address (its default?): set the public URL']);
+  });
+
+  test('a Secret with a value that is not an example, or without the example annotation', async () => {
+    const problems = await broken((o) => {
+      data(find(o, 'Secret', 'hookline-api-secrets')).JWT_SECRET = 'a-real-looking-secret-of-32-chars!';
+      delete (find(o, 'Secret', 'hookline-secrets').metadata as { annotations?: Record<string, string> }).annotations;
+    });
+    expect(problems).toEqual([
+      'Secret/hookline-secrets: must be annotated hookline.dev/example-values: "true"',
+      'Secret/hookline-api-secrets: JWT_SECRET does not look like an example value (it must contain EXAMPLE)',
+    ]);
+  });
+
+  test('a variable the api reads for the edge agent\'s endpoints is accepted, and validated', async () => {
+    const accepted = await broken((o) => {
+      Object.assign(data(find(o, 'ConfigMap', 'hookline-api')), { EDGE_LEASE_MS: '90000', DELIVERY_MAX_ATTEMPTS: '8', EDGE_CONNECTED_WINDOW_MS: '30000' });
+    });
+    expect(accepted).toEqual([]);
+    const invalid = await broken((o) => {
+      data(find(o, 'ConfigMap', 'hookline-api')).EDGE_LEASE_MS = '100';
+    });
+    expect(invalid).toEqual(['Deployment/hookline-api api: services/api/src/main.ts: EDGE_LEASE_MS must be >= 500 (got "100")']);
+  });
+
   test('a ScaledObject watching another queue, a Deployment that pins replicas, a second image', async () => {
     const problems = await broken((o) => {
       const so = find(o, 'ScaledObject', 'hookline-deliverer') as unknown as { spec: { triggers: { metadata: Record<string, string> }[] } };
@@ -176,6 +245,42 @@ describe('the checks find broken manifests', () => {
     expect(problems.join('\n')).toMatch(/listName \{hookline\}:deliver:waiting, but hookline-deliverer consumes \{hookline\}:deliver:wait/);
     expect(problems.join('\n')).toMatch(/hookline-api: sets spec.replicas/);
     expect(problems.join('\n')).toMatch(/Hookline processes run 2 images: .*hookline:older \(hookline-router\/wait-for-migrations\)/);
+  });
+});
+
+describe('what a service reads is every schema its code passes to loadConfig', () => {
+  test('the api reads its config.ts and what its edge-agent endpoints load', async () => {
+    const loaded = await schemasLoadedIn(resolve(REPO_ROOT, 'services/api/src'));
+    expect(loaded.map((l) => `${l.file} ${l.name}`).sort()).toEqual([
+      'services/api/src/config.ts apiEnv',
+      'services/api/src/edge/cluster-status.ts edgeStatusEnv',
+      'services/api/src/edge/edge-config.ts edgeEnv',
+    ]);
+    const { schema } = await contractFor('services/api/src/main.ts');
+    for (const k of ['JWT_SECRET', 'EDGE_LEASE_MS', 'EDGE_BATCH_MAX', 'DELIVERY_MAX_ATTEMPTS', 'RETRY_SCHEDULE_MS', 'EDGE_CONNECTED_WINDOW_MS']) expect(schema).toHaveProperty(k);
+  });
+
+  test.each(['ingest', 'router', 'deliverer'])('%s: every loaded schema is in the contract', async (name) => {
+    const loaded = await schemasLoadedIn(resolve(REPO_ROOT, `services/${name}/src`));
+    expect(loaded.length).toBeGreaterThanOrEqual(1);
+    const { schema } = await contractFor(`services/${name}/src/main.ts`);
+    for (const l of loaded) for (const k of Object.keys(l.schema)) expect(schema).toHaveProperty(k);
+  });
+
+  test('a schema it cannot read is an error, not a silent gap', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookline-env-'));
+    try {
+      writeFileSync(join(dir, 'extra.ts'), "export const extraEnv = { EXTRA_MS: { type: 'integer', default: 5 } } as const;\nexport const read = (): unknown => loadConfig(extraEnv);\ndeclare function loadConfig(s: unknown): unknown;\n");
+      writeFileSync(join(dir, 'extra.test.ts'), 'loadConfig({ ONLY_IN_A_TEST: 1 });\n');
+      expect((await schemasLoadedIn(dir)).map((l) => [l.name, Object.keys(l.schema)])).toEqual([['extraEnv', ['EXTRA_MS']]]);
+      writeFileSync(join(dir, 'inline.ts'), "export const read = (): unknown => loadConfig({ INLINE: { type: 'string' } });\ndeclare function loadConfig(s: unknown): unknown;\n");
+      await expect(schemasLoadedIn(dir)).rejects.toThrow(/inline\.ts: loadConfig\(\{…\) must be given a named, exported schema/);
+      rmSync(join(dir, 'inline.ts'));
+      writeFileSync(join(dir, 'main.ts'), "export const mainEnv = { M: { type: 'string' } } as const;\nloadConfig(mainEnv);\ndeclare function loadConfig(s: unknown): unknown;\n");
+      await expect(schemasLoadedIn(dir)).rejects.toThrow(/main\.ts: define mainEnv outside main\.ts/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

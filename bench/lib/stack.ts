@@ -1,5 +1,6 @@
-// Hookline's four services as separate processes (node + tsx loader, so the pid we sample
-// and kill is the service itself), on loopback, against a fresh schema and queue prefix.
+// Hookline's four services as separate processes (as shipped: the bundles run by
+// scripts/launch.cjs; or node with the tsx loader when `shipped` is off), one pid each to
+// sample and kill, on loopback, against a fresh schema and queue prefix.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';

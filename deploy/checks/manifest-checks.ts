@@ -2,6 +2,7 @@
 // all is well), so a test can assert `[]` and show every problem at once.
 import type { IProbe } from 'kubernetes-models/v1/Probe';
 import type { IContainer } from 'kubernetes-models/v1/Container';
+import { parseDedicatedPools, parseDeliverQueues } from '@hookline/queues';
 import { schemaError } from './k8s-models';
 import type { K8sObject } from './kustomize-lite';
 import { effectiveConfig, envProblems } from './process-env';
@@ -163,4 +164,75 @@ export function imageProblems(wls: Workload[]): string[] {
     }
   }
   return images.size === 1 ? [] : [`Hookline processes run ${images.size} images: ${[...images].map(([i, users]) => `${i} (${users.join(', ')})`).join('; ')}`];
+}
+
+/**
+ * Dedicated deliverer pools (docs/deployment.md): the router routes by DEDICATED_POOLS, the
+ * deliverers' recovery sweep and the api's retries and replays re-enqueue by it, so all of
+ * them must read the same map; each pool it names, and the default `deliver` queue, must be
+ * consumed by some deliverer (DELIVER_QUEUES), or those deliveries wait forever.
+ */
+export function poolProblems(wls: Workload[]): string[] {
+  const readers: { at: string; service: string; pools: ReadonlyMap<string, string>; queues: string[] }[] = [];
+  for (const w of wls.filter((x) => x.kind === 'Deployment')) {
+    const p = mainProcess(w);
+    const config = effectiveConfig(p.contract, p.resolved.env);
+    if (!p.service || !config || config.DEDICATED_POOLS === undefined) continue;
+    try {
+      const queues = config.DELIVER_QUEUES === undefined ? [] : parseDeliverQueues(String(config.DELIVER_QUEUES)).map((q) => q.queue);
+      readers.push({ at: `Deployment/${w.name}`, service: p.service, pools: parseDedicatedPools(String(config.DEDICATED_POOLS)), queues });
+    } catch {
+      // An invalid value: envContractProblems reports it.
+    }
+  }
+  const show = (m: ReadonlyMap<string, string>): string => [...m].map(([t, pool]) => `${t}=${pool}`).sort().join(',') || '(empty)';
+  const reference = readers.find((r) => r.service === 'router') ?? readers[0];
+  if (!reference) return [];
+  const problems: string[] = [];
+  for (const r of readers) {
+    if (show(r.pools) !== show(reference.pools)) problems.push(`${r.at}: DEDICATED_POOLS is ${show(r.pools)}, but ${reference.at} has ${show(reference.pools)}`);
+  }
+  const consumed = new Set(readers.flatMap((r) => r.queues));
+  if (!consumed.has('deliver')) problems.push('no deliverer consumes the default queue deliver (DELIVER_QUEUES)');
+  for (const [tenant, pool] of reference.pools) {
+    if (!consumed.has(`deliver.${pool}`)) problems.push(`no deliverer consumes deliver.${pool}, where DEDICATED_POOLS sends the deliveries of ${tenant}`);
+  }
+  return problems;
+}
+
+/**
+ * Secrets committed in the manifests hold example values only: each is annotated
+ * `hookline.dev/example-values: "true"` and every value says EXAMPLE (values are not printed).
+ */
+export function secretProblems(objects: K8sObject[]): string[] {
+  const problems: string[] = [];
+  for (const o of objects.filter((x) => x.kind === 'Secret')) {
+    const at = `Secret/${o.metadata.name}`;
+    if ((o.metadata as { annotations?: Record<string, string> }).annotations?.['hookline.dev/example-values'] !== 'true') problems.push(`${at}: must be annotated hookline.dev/example-values: "true"`);
+    const values = {
+      ...Object.fromEntries(Object.entries((o.data ?? {}) as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')])),
+      ...((o.stringData ?? {}) as Record<string, string>),
+    };
+    for (const [k, v] of Object.entries(values)) if (!v.includes('EXAMPLE')) problems.push(`${at}: ${k} does not look like an example value (it must contain EXAMPLE)`);
+  }
+  return problems;
+}
+
+/** The variables that name a public URL (hook URLs, discovery links); a loopback default there is a mistake. */
+export const PUBLIC_URL_VARIABLES = ['INGEST_PUBLIC_URL', 'API_PUBLIC_URL'] as const;
+
+/** Every public URL a deployed process uses (its own value or its default) points at a real host, not loopback. */
+export function publicUrlProblems(wls: Workload[]): string[] {
+  return perDeployment(wls, (w, _p, config) =>
+    PUBLIC_URL_VARIABLES.flatMap((k) => {
+      if (config[k] === undefined) return [];
+      let host: string;
+      try {
+        host = new URL(String(config[k])).hostname;
+      } catch {
+        return [`Deployment/${w.name}: ${k} is not a URL`];
+      }
+      return /^(localhost|127\.\d+\.\d+\.\d+|\[::1\]|0\.0\.0\.0)$/.test(host) ? [`Deployment/${w.name}: ${k} is ${config[k]}, a loopback address (its default?): set the public URL`] : [];
+    }),
+  );
 }
