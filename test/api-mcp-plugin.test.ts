@@ -63,19 +63,43 @@ describe('the MCP plugin in the api', () => {
     expect(index.body.mcp).toMatchObject({ endpoint: 'https://hooks.example.test/v1/mcp', auth_header: 'X-MCP-API-Key' });
   });
 
-  it('publishes the MCP rate limit as it is: the tenant\'s control API is limited, its MCP calls are not', async () => {
-    const limited = await startApi('apimcprl', { RATE_LIMITS: 'free=6/3,pro=6/3,business=6/3,enterprise=6/3' });
+  it('rate-limits MCP calls with the control API, one budget per tenant, and publishes it as it is', async () => {
+    // Burst 4, one token a minute: no refill during the test.
+    const limited = await startApi('apimcprl', { RATE_LIMITS: 'free=1/4,pro=1/4,business=1/4,enterprise=1/4' });
     try {
       const t = await limited.tenant();
       const made = await limited.call('POST', `/v1/tenants/${t.tenantId}/mcp-keys`, { key: t.apiKey, body: { name: 'agent', scopes: ['mcp:read:health'] } });
       expect(made.status).toBe(201);
-      // Ten MCP calls, more than the burst of 3: every one answered.
-      for (let i = 0; i < 10; i++) expect((await limited.call('GET', '/v1/mcp/health', { headers: { 'x-mcp-api-key': made.body.key } })).status).toBe(200);
-      const control = [];
-      for (let i = 0; i < 4; i++) control.push((await limited.call('GET', `/v1/tenants/${t.tenantId}/ingesters`, { key: t.apiKey })).status);
-      expect(control).toContain(429);
+      const mcp = { 'x-mcp-api-key': made.body.key };
+      const statuses = [
+        (await limited.call('GET', '/v1/mcp/health', { headers: mcp })).status,
+        (await limited.call('GET', `/v1/tenants/${t.tenantId}/ingesters`, { key: t.apiKey })).status,
+        (await limited.call('GET', '/v1/mcp/health', { headers: mcp })).status,
+      ];
+      expect(statuses).toEqual([200, 200, 200]);
+      // Four requests over both surfaces spent the burst: each surface now answers the same 429.
+      const viaMcp = await limited.call('GET', '/v1/mcp/health', { headers: mcp });
+      const viaApi = await limited.call('GET', `/v1/tenants/${t.tenantId}/ingesters`, { key: t.apiKey });
+      const viaRpc = await limited.call('POST', '/v1/mcp', {
+        headers: { ...mcp, accept: 'application/json, text/event-stream' },
+        body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_health', arguments: {} } },
+      });
+      const viaKeys = await limited.call('GET', `/v1/tenants/${t.tenantId}/mcp-keys`, { key: t.apiKey });
+      const problems = [viaMcp.body, viaApi.body, viaRpc.body.result._meta['hookline/problem'], viaKeys.body];
+      for (const [res, problem] of [viaMcp, viaApi, viaRpc, viaKeys].map((r, i) => [r, problems[i]] as const)) {
+        expect(res.status).toBe(429);
+        expect(problem).toMatchObject({ type: 'https://hookline.dev/errors/rate-limit-exceeded', status: 429, instance: res.headers.get('x-request-id') });
+        expect(res.headers.get('retry-after')).toBe(String(problem.retry_after_seconds));
+      }
+      expect(Object.keys(viaMcp.body).sort()).toEqual(Object.keys(viaApi.body).sort());
+      // Another tenant is not affected.
+      const other = await limited.tenant();
+      expect((await limited.call('GET', `/v1/tenants/${other.tenantId}/mcp-keys`, { key: other.apiKey })).status).toBe(200);
+
       const gaps = (await limited.call('GET', '/ai/security/v1/security-gaps.json')).body.gaps as { id: string; description: string }[];
-      expect(gaps.find((g) => g.id === 'SG-006')!.description).toMatch(/^MCP calls .* are not rate-limited/);
+      expect(gaps.find((g) => g.id === 'SG-006')!.description).toMatch(/^MCP calls .* share the tenant's per-plan rate limit with the control API/);
+      const nonClaims = (await limited.call('GET', '/ai/evidence/v1/non-claims.json')).body;
+      expect(JSON.stringify([gaps, nonClaims])).not.toMatch(/not rate-limited/);
     } finally {
       await limited.close();
     }

@@ -80,7 +80,7 @@ describe('OpenAPI document', () => {
         }
         const errors = Object.keys(op.responses).filter((s) => Number(s) >= 400 && !['/healthz', '/readyz'].includes(path));
         // MCP's own transport answers its protocol errors as JSON-RPC (the MCP spec); everything else is problem details.
-        const jsonRpcErrors = `${method} ${path}` === 'post /v1/mcp' ? ['400', '406', '415'] : [];
+        const jsonRpcErrors = `${method} ${path}` === 'post /v1/mcp' ? ['400', '406', '415', '429'] : [];
         for (const s of errors) expect(Object.keys(op.responses[s]!.content ?? {})).toEqual(jsonRpcErrors.includes(s) ? expect.arrayContaining(['application/json']) : ['application/problem+json']);
         for (const req of op.security) for (const scheme of Object.keys(req as object)) expect(doc.components.securitySchemes).toHaveProperty(scheme);
         if (path.startsWith('/v1/tenants/') && routeIds.has(op.operationId ?? '')) {

@@ -1,10 +1,11 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { verifyReceipt, type EvidenceBundle } from '@hookline/evidence';
+import { issueReceipts, sealWindow, verifyReceipt, type EvidenceBundle } from '@hookline/evidence';
 import { newId } from '@hookline/db';
 import { MCP_SCOPES } from '@hookline/signing';
+import { seedTenant } from '@hookline/testing';
 import { readClusterStatus } from '../services/api/src/edge/cluster-status';
 import { callTool as call, mcpKey, seedTenantData, startMcp, TEST_EVIDENCE_KEY, type McpHarness, type TenantData } from './mcp-harness';
-import { insertDestination, insertFlow } from './router-fixtures';
+import { insertDestination, insertEvent, insertFlow, insertIngester } from './router-fixtures';
 
 let h: McpHarness;
 let mine: TenantData;
@@ -175,9 +176,9 @@ test('list_non_claims takes only its own categories: an Object member is refused
   expect(schema.enum).toEqual(expect.arrayContaining(['availability', 'configuration', 'security', 'evidence']));
   const all = await mcpKey(h, mine.tenant, [...MCP_SCOPES]);
   for (const category of ['toString', 'constructor', '__proto__', 'hasOwnProperty']) {
-    const r = await client.callTool({ name: 'list_non_claims', arguments: { category } });
-    const text = (r.content as { text: string }[])[0]!.text;
-    expect([category, r.isError, text]).toEqual([category, true, expect.stringMatching(/Input validation error.*category/)]);
+    // The same 400 validation-error problem over MCP as over the REST mirror.
+    const r = await call(client, 'list_non_claims', { category });
+    expect([category, r.isError, r.body.status, r.body.errors?.[0]?.field]).toEqual([category, true, 400, 'category']);
     const rest = await h.http('POST', '/v1/mcp/tools/list_non_claims', { headers: { 'x-mcp-api-key': all.key }, body: { category } });
     expect([category, rest.status, rest.body.errors?.[0]?.field]).toEqual([category, 400, 'category']);
   }
@@ -229,4 +230,62 @@ test('the endpoint listing names the key-management endpoints of mcp:admin:keys,
   expect(admin).toEqual(expect.arrayContaining(['GET /v1/tenants/{tid}/mcp-keys', 'POST /v1/tenants/{tid}/mcp-keys', 'DELETE /v1/tenants/{tid}/mcp-keys/{kid}']));
   const key = await mcpKey(h, mine.tenant, ['mcp:admin:keys']);
   expect((await h.http('GET', `/v1/tenants/${mine.tenant.tenantId}/mcp-keys`, { headers: { 'x-mcp-api-key': key.key } })).status).toBe(200);
+});
+
+test('get_evidence and GET /v1/mcp/evidence/{id} page the receipts of a root past 100 with limit, cursor, next_cursor and has_more', async () => {
+  // One delivery with 105 attempts, a second apart, all sealed into one root.
+  const pool = h.db.pool;
+  const tenant = await seedTenant(pool);
+  const { tenantId } = tenant;
+  const ingesterId = await insertIngester(pool, tenantId);
+  const destinationId = await insertDestination(pool, tenantId);
+  const eventId = await insertEvent(pool, { tenantId, ingesterId, status: 'dlq_queued' });
+  const flowId = await insertFlow(pool, { tenantId, ingesterId, destinationId });
+  const deliveryId = newId('dlv');
+  await pool.query(`INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, status, attempt_count, exhausted_at) VALUES ($1, $2, $3, $4, $5, 'exhausted', 105, now())`, [
+    deliveryId, tenantId, eventId, flowId, destinationId,
+  ]);
+  await pool.query(
+    `INSERT INTO delivery_attempts (id, tenant_id, delivery_id, number, status_code, response_body, started_at, duration_ms)
+     SELECT a.id, $2, $3, a.n, 503, 'down', now() - interval '1 hour' + a.n * interval '1 second', 5 FROM unnest($1::text[]) WITH ORDINALITY AS a(id, n)`,
+    [Array.from({ length: 105 }, () => newId('att')), tenantId, deliveryId],
+  );
+  await issueReceipts(pool, TEST_EVIDENCE_KEY);
+  const root = (await sealWindow(pool, TEST_EVIDENCE_KEY, tenantId, { start: new Date(0), end: new Date(Date.now() + 60_000) }))!;
+  expect(root.leaf_count).toBe(105);
+  const key = await mcpKey(h, tenant, ['mcp:read:evidence']);
+  const c = await h.client(key.key);
+
+  const first = (await call(c, 'get_evidence', { id: root.id })).body;
+  expect([first.receipts.length, first.has_more, typeof first.next_cursor]).toEqual([20, true, 'string']);
+  // Every receipt once, oldest first, over two pages of 100; the last page says it is the last.
+  const seen: number[] = [];
+  const pages: { n: number; has_more: boolean; next_cursor: string | null }[] = [];
+  let cursor: string | null = null;
+  do {
+    const page: any = (await call(c, 'get_evidence', { id: root.id, limit: 100, ...(cursor ? { cursor } : {}) })).body;
+    seen.push(...(page.receipts as EvidenceBundle[]).map((b) => b.receipt.attempt_number));
+    pages.push({ n: page.receipts.length, has_more: page.has_more, next_cursor: page.next_cursor });
+    cursor = page.next_cursor;
+  } while (cursor && pages.length < 5);
+  expect(pages).toEqual([{ n: 100, has_more: true, next_cursor: expect.any(String) }, { n: 5, has_more: false, next_cursor: null }]);
+  expect(seen).toEqual(Array.from({ length: 105 }, (_, i) => i + 1));
+
+  const headers = { 'x-mcp-api-key': key.key };
+  const rest = await h.http('GET', `/v1/mcp/evidence/${root.id}?limit=100`, { headers });
+  expect([rest.status, rest.body.receipts.length, rest.body.has_more]).toEqual([200, 100, true]);
+  const last = await h.http('GET', `/v1/mcp/evidence/${root.id}?limit=100&cursor=${rest.body.next_cursor}`, { headers });
+  expect(last.body).toMatchObject({ resource_id: root.id, has_more: false, next_cursor: null });
+  const bundle = last.body.receipts[4] as EvidenceBundle;
+  expect(bundle.receipt.attempt_number).toBe(105);
+  expect(verifyReceipt(bundle.receipt, bundle.proof!, bundle.root!, { key: TEST_EVIDENCE_KEY.key }).valid).toBe(true);
+  // The delivery's evidence pages the same way.
+  expect((await call(c, 'get_evidence', { id: deliveryId, limit: 100, cursor: pages[0]!.next_cursor })).body.receipts).toHaveLength(5);
+
+  // A cursor the list did not issue is refused, on both surfaces.
+  for (const bad of ['nope', Buffer.from(deliveryId).toString('base64url')]) {
+    expect((await call(c, 'get_evidence', { id: root.id, cursor: bad })).body).toMatchObject({ status: 400, errors: [{ field: 'cursor' }] });
+    expect((await h.http('GET', `/v1/mcp/evidence/${root.id}?cursor=${bad}`, { headers })).body).toMatchObject({ status: 400, errors: [{ field: 'cursor' }] });
+  }
+  expect((await h.http('GET', `/v1/mcp/evidence/${root.id}?limit=101`, { headers })).status).toBe(400);
 });

@@ -177,3 +177,43 @@ test('an MCP administrator cannot hand out default scopes it lacks by leaving sc
   expect(made.status).toBe(201);
   expect([...made.body.scopes].sort()).toEqual(['mcp:read:deliveries', 'mcp:read:endpoints', 'mcp:read:evidence', 'mcp:read:health', 'mcp:read:logs', 'mcp:read:planes']);
 });
+
+test('write tools that can stop or change deliveries are annotated destructive; read tools read-only', async () => {
+  const { tools } = await client.listTools();
+  const hints = Object.fromEntries(tools.map((x) => [x.name, x.annotations]));
+  // ToolAnnotations: destructive = not only additive; idempotent = a repeat has no further effect; open world = reaches outside entities.
+  expect(hints['retry_event']).toEqual({ readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true });
+  expect(hints['replay_delivery']).toEqual({ readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true });
+  expect(hints['set_destination_state']).toEqual({ readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false });
+  for (const x of tools.filter((x) => !('tool_group' in ((x._meta?.['hookline/access'] ?? {}) as object)))) {
+    expect([x.name, x.annotations]).toEqual([x.name, { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false }]);
+  }
+});
+
+test('access is checked before arguments: a disabled group or a missing scope answers 403 to bad arguments too, and the refusal is audited', async () => {
+  const other = await seedTenantData(h);
+  const key = await mcpKey(h, other.tenant, ['mcp:read:health']);
+  const c = await h.client(key.key);
+  const headers = { 'x-mcp-api-key': key.key };
+  const ofKey = async () =>
+    (await h.db.pool.query<{ action: string; resource_id: string | null; outcome: string; params: any }>('SELECT action, resource_id, outcome, params FROM audit_logs WHERE actor = $1 ORDER BY id', [`mcp_key:${key.id}`])).rows;
+  const bad = { event_id: 'nope' };
+  expect((await call(c, 'retry_event', bad)).body).toMatchObject({ status: 403, type: expect.stringMatching(/\/write-tool-disabled$/), tool_group: 'retry' });
+  expect((await h.http('POST', '/v1/mcp/tools/retry_event', { headers, body: { ...bad, extra: 1 } })).body).toMatchObject({ status: 403, tool_group: 'retry' });
+  // A read tool outside the key's scopes: the scope first, too.
+  expect((await call(c, 'get_delivery_status', { delivery_id: 'nope' })).body).toMatchObject({ status: 403, required_scope: 'mcp:read:deliveries' });
+  expect((await h.http('POST', '/v1/mcp/tools/get_delivery_status', { headers, body: { delivery_id: 7 } })).body).toMatchObject({ status: 403, required_scope: 'mcp:read:deliveries' });
+  expect(await ofKey()).toEqual([
+    { action: 'mcp.retry_event', resource_id: null, outcome: 'client_error:403', params: { tool: 'retry_event', tool_group: 'retry', arguments: bad } },
+    { action: 'mcp.retry_event', resource_id: null, outcome: 'client_error:403', params: { tool: 'retry_event', tool_group: 'retry', arguments: { ...bad, extra: 1 } } },
+  ]);
+
+  // Once the group is enabled, bad arguments are a 400 validation-error problem (audited), on both surfaces.
+  expect((await h.http('PUT', `${keys(other.tenant.tenantId)}/${key.id}/tool-groups/retry`, { headers: { 'x-api-key': other.tenant.apiKey } })).status).toBe(200);
+  const enabled = await h.client(key.key);
+  const r = await enabled.callTool({ name: 'retry_event', arguments: bad });
+  expect(r.isError).toBe(true);
+  expect(r._meta?.['hookline/problem']).toMatchObject({ status: 400, type: expect.stringMatching(/\/validation-error$/), errors: [{ field: 'event_id' }] });
+  expect((await h.http('POST', '/v1/mcp/tools/retry_event', { headers, body: bad })).body).toMatchObject({ status: 400, errors: [{ field: 'event_id' }] });
+  expect((await ofKey()).slice(2).map((a) => [a.action, a.outcome])).toEqual([['mcp.retry_event', 'client_error:400'], ['mcp.retry_event', 'client_error:400']]);
+});

@@ -29,7 +29,7 @@ export const NON_CLAIMS: Readonly<Record<string, readonly string[]>> = {
   api: [
     'The public Customer API is a planned contract; /api/bff/v1 is internal and not a public contract.',
     'MCP is a draft public contract; its tools may change.',
-    'MCP calls (/v1/mcp, its REST mirror and MCP key management) are not rate-limited; the per-plan rate limit applies to the control API routes.',
+    "There is no rate limit per MCP key: MCP calls (/v1/mcp, its REST mirror and MCP key management) count against the tenant's per-plan API rate limit, one budget shared with the control API.",
   ],
 };
 

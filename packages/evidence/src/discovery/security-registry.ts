@@ -47,7 +47,13 @@ export const SECURITY_GAPS = [
   { id: 'SG-003', title: 'Key management service', description: 'SECRETS_KEY and EVIDENCE_KEY come from configuration; no KMS/HSM, no key rotation procedure for the evidence key.', severity: 'high' },
   { id: 'SG-004', title: 'Automatic certificate rotation', description: 'mTLS client certificates are rotated manually.', severity: 'low' },
   { id: 'SG-005', title: 'Write-once audit storage', description: 'Audit rows can be altered by anyone with database write access.', severity: 'medium' },
-  { id: 'SG-006', title: 'MCP rate limiting', description: 'MCP calls (/v1/mcp, the REST mirror, MCP key management) are not rate-limited: the per-plan API rate limit applies to the control API routes only.', severity: 'medium' },
+  {
+    id: 'SG-006',
+    title: 'Per-key rate limits for MCP agents',
+    description:
+      "MCP calls (/v1/mcp, the REST mirror, MCP key management) share the tenant's per-plan rate limit with the control API; there is no limit per MCP key, so one runaway agent key can spend the tenant's whole budget (429 for its other callers too). The limiter fails open: while Redis is unreachable, MCP calls are not limited.",
+    severity: 'low',
+  },
   { id: 'SG-007', title: 'External security review', description: 'No penetration test or third-party audit has been performed.', severity: 'high' },
   { id: 'SG-008', title: 'Per-tenant evidence keys', description: 'One evidence key signs every tenant\'s receipts.', severity: 'low' },
   { id: 'SG-009', title: 'Chained Merkle roots', description: 'Each root stands alone (no previous-root hash, no consistency proofs): removing or re-issuing a sealed root is not evident from the roots that follow.', severity: 'medium' },

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { AppError } from '@hookline/errors';
 import { hashApiKey } from '@hookline/signing';
+import type { PlanName } from '../config';
 import type { ApiCaller, McpDeps, McpPrincipal } from './mcp-deps';
 
 export function unauthorized(detail: string): AppError {
@@ -15,6 +16,7 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
 interface KeyRow {
   id: string;
   tenant_id: string;
+  plan: PlanName;
   scopes: string[];
   kind: string;
   usable: boolean;
@@ -22,14 +24,14 @@ interface KeyRow {
   tool_groups: string[];
 }
 
-/** One lookup: the key by its sha256, whether it is usable, and the write groups granted to it. */
+/** One lookup: the key by its sha256, its tenant's plan, whether it is usable, and the write groups granted to it. */
 async function findKey(deps: McpDeps, key: string): Promise<KeyRow | undefined> {
   const { rows } = await deps.pool.query<KeyRow>(
-    `SELECT k.id, k.tenant_id, k.scopes, k.kind,
+    `SELECT k.id, k.tenant_id, t.plan::text AS plan, k.scopes, k.kind,
             (k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())) AS usable,
             (k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute') AS stale_use,
             COALESCE((SELECT array_agg(g.tool_group) FROM mcp_tool_grants g WHERE g.api_key_id = k.id), '{}') AS tool_groups
-       FROM api_keys k WHERE k.key_hash = $1`,
+       FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.key_hash = $1`,
     [hashApiKey(key)],
   );
   return rows[0];
@@ -50,7 +52,7 @@ export async function authenticateMcp(deps: McpDeps, headers: IncomingHttpHeader
   const row = await findKey(deps, key);
   if (!row || row.kind !== 'mcp' || !row.usable) throw unauthorized('The MCP API key is invalid, revoked or expired.');
   touch(deps, row);
-  return { keyId: row.id, tenantId: row.tenant_id, scopes: new Set(row.scopes), toolGroups: new Set(row.tool_groups) };
+  return { keyId: row.id, tenantId: row.tenant_id, plan: row.plan, scopes: new Set(row.scopes), toolGroups: new Set(row.tool_groups) };
 }
 
 /** The default control-API authentication for key management: `X-API-Key` or Bearer `hk_…`. */
@@ -60,7 +62,7 @@ export async function authenticateApiKeyOnly(deps: McpDeps, headers: IncomingHtt
   if (!key) throw unauthorized('An API key (X-API-Key) or an MCP key with mcp:admin:keys (X-MCP-API-Key) is required.');
   const row = key.startsWith('hk_') ? await findKey(deps, key) : undefined;
   if (!row || row.kind !== 'api' || !row.usable) throw unauthorized('The API key is invalid, revoked or expired.');
-  return { kind: 'api_key', id: row.id, tenantId: row.tenant_id, scopes: new Set(row.scopes) };
+  return { kind: 'api_key', id: row.id, tenantId: row.tenant_id, plan: row.plan, scopes: new Set(row.scopes) };
 }
 
 export function requireScope(scopes: ReadonlySet<string>, scope: string): void {

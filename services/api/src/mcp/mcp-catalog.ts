@@ -3,6 +3,7 @@ import { AppError } from '@hookline/errors';
 import { requireScope } from './mcp-auth';
 import { auditMcp } from './mcp-audit';
 import type { McpContext } from './mcp-deps';
+import { parseOr400 } from './mcp-http';
 import { evidenceTools } from './tools/evidence-tools';
 import { operationsTools } from './tools/operations-tools';
 import { defineTool, type AnyTool } from './tools/tool-def';
@@ -62,14 +63,18 @@ export function findTool(name: string): AnyTool | undefined {
 }
 
 /**
- * Runs a tool for an MCP key: a read tool needs its scope (403 insufficient-scope); a write
- * tool needs its group enabled for the key (403 write-tool-disabled with tool_group). Every
- * write call, refused or not, is audited.
+ * Runs a tool for an MCP key, in this order: a read tool needs its scope (403
+ * insufficient-scope), a write tool its group enabled for the key (403 write-tool-disabled
+ * with tool_group); only then are the arguments checked (400 validation-error), so a caller
+ * without access learns nothing from them. `strict` refuses unknown arguments (the REST
+ * mirror) instead of dropping them (MCP, as its JSON Schema allows). Every write call,
+ * refused or not, is audited with the arguments as sent.
  */
-export async function runTool(ctx: McpContext, tool: AnyTool, args: Record<string, unknown>): Promise<Record<string, unknown>> {
+export async function runTool(ctx: McpContext, tool: AnyTool, raw: unknown, opts: { strict: boolean }): Promise<Record<string, unknown>> {
+  const input = opts.strict ? z.object(tool.input).strict() : z.object(tool.input);
   if ('scope' in tool.access) {
     requireScope(ctx.principal.scopes, tool.access.scope);
-    return tool.run(ctx, args);
+    return tool.run(ctx, parseOr400(input, raw));
   }
   const group = tool.access.group;
   let status = 200;
@@ -77,17 +82,18 @@ export async function runTool(ctx: McpContext, tool: AnyTool, args: Record<strin
     if (!ctx.principal.toolGroups.has(group)) {
       throw new AppError('write-tool-disabled', `The ${group} tool group is disabled for this MCP key; a tenant administrator can enable it.`, { tool_group: group });
     }
-    return await tool.run(ctx, args);
+    return await tool.run(ctx, parseOr400(input, raw));
   } catch (err) {
     status = err instanceof AppError ? err.status : 500;
     throw err;
   } finally {
+    const args = input.safeParse(raw ?? {});
     await auditMcp(ctx.deps.pool, {
       tenantId: ctx.principal.tenantId,
       actor: `mcp_key:${ctx.principal.keyId}`,
       action: `mcp.${tool.name}`,
-      resourceId: tool.resourceOf?.(args) ?? null,
-      params: { tool: tool.name, tool_group: group, arguments: args },
+      resourceId: args.success ? (tool.resourceOf?.(args.data) ?? null) : null,
+      params: { tool: tool.name, tool_group: group, arguments: raw ?? {} },
       status,
       requestId: ctx.requestId,
     }).catch((e: Error) => ctx.deps.logger.error('mcp audit write failed', { tool: tool.name, err: e.message }));

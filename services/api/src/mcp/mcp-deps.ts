@@ -3,12 +3,15 @@ import type { Pool } from '@hookline/db';
 import type { Discovery } from '@hookline/evidence';
 import type { Logger } from '@hookline/logger';
 import type { Producer, Redis } from '@hookline/queues';
+import type { PlanName, RateLimit } from '../config';
 
 /** A caller of the control API (not an MCP key), as the host application authenticated it. */
 export interface ApiCaller {
   kind: string;
   id: string;
   tenantId: string;
+  /** The tenant's plan: its rate limit. */
+  plan: PlanName;
   scopes: ReadonlySet<string>;
 }
 
@@ -18,8 +21,10 @@ export interface McpDeps {
   redis: Redis;
   producer: Producer;
   logger: Logger;
-  /** QUEUE_PREFIX: configuration changes are announced on its channel. */
+  /** QUEUE_PREFIX: configuration changes are announced on its channel; the rate-limit buckets live under it. */
   queuePrefix: string;
+  /** RATE_LIMITS per plan, as the control API applies them (same Redis bucket per tenant). */
+  rateLimits: Readonly<Record<PlanName, RateLimit>>;
   /** DEDICATED_POOLS (tenant id → pool): retries and replays go to `deliver.<pool>`; absent, to `deliver`. */
   pools?: ReadonlyMap<string, string>;
   /** The discovery documents (capabilities, proofs, non-claims); built once by the caller. */
@@ -38,6 +43,7 @@ export interface McpDeps {
 export interface McpPrincipal {
   keyId: string;
   tenantId: string;
+  plan: PlanName;
   scopes: ReadonlySet<string>;
   /** Write tool groups enabled for this key. */
   toolGroups: ReadonlySet<string>;

@@ -4,6 +4,7 @@ import { authenticateApiKeyOnly, authenticateMcp, requireScope } from './mcp-aut
 import { auditMcp } from './mcp-audit';
 import type { ApiCaller, McpDeps } from './mcp-deps';
 import { param, parseOr400, requestIdOf } from './mcp-http';
+import { rateLimitMcp } from './mcp-rate-limit';
 import { createKeyBody, createMcpKey, DEFAULT_MCP_SCOPES, listMcpKeys, parseGroup, revokeMcpKey, setToolGroup } from './mcp-keys';
 
 const BASE = '/v1/tenants/:tid/mcp-keys';
@@ -12,14 +13,20 @@ interface KeyAdmin extends ApiCaller {
   viaMcp: boolean;
 }
 
-/** Who is calling: an MCP key (X-MCP-API-Key) or a control-API credential. */
-async function identify(deps: McpDeps, req: Request): Promise<KeyAdmin> {
+/**
+ * Who is calling: an MCP key (X-MCP-API-Key) or a control-API credential; then its tenant's
+ * rate limit, as on every control-API route (429, not audited there either).
+ */
+async function identify(deps: McpDeps, req: Request, res: Response): Promise<KeyAdmin> {
+  let admin: KeyAdmin;
   if (req.headers['x-mcp-api-key'] !== undefined) {
     const p = await authenticateMcp(deps, req.headers);
-    return { kind: 'mcp_key', id: p.keyId, tenantId: p.tenantId, scopes: p.scopes, viaMcp: true };
+    admin = { kind: 'mcp_key', id: p.keyId, tenantId: p.tenantId, plan: p.plan, scopes: p.scopes, viaMcp: true };
+  } else {
+    admin = { ...(await (deps.authenticateApiCaller ?? ((h) => authenticateApiKeyOnly(deps, h)))(req.headers)), viaMcp: false };
   }
-  const c = await (deps.authenticateApiCaller ?? ((h) => authenticateApiKeyOnly(deps, h)))(req.headers);
-  return { ...c, viaMcp: false };
+  await rateLimitMcp(deps, admin, res);
+  return admin;
 }
 
 /**
@@ -38,7 +45,7 @@ type Action = (admin: KeyAdmin, req: Request) => Promise<{ status: number; body:
 /** A key-management write: run and audited, refusals included, once the caller is known. */
 function write(deps: McpDeps, action: string, need: 'write' | 'elevate', run: Action): RequestHandler {
   return async (req: Request, res: Response) => {
-    const admin = await identify(deps, req);
+    const admin = await identify(deps, req, res);
     const audit = (status: number, resourceId: string | null, params: Record<string, unknown>) =>
       auditMcp(deps.pool, { tenantId: admin.tenantId, actor: `${admin.kind}:${admin.id}`, action, resourceId, params, status, requestId: requestIdOf(res) });
     try {
@@ -55,7 +62,7 @@ function write(deps: McpDeps, action: string, need: 'write' | 'elevate', run: Ac
 
 export function mcpKeyRoutes(router: Router, deps: McpDeps, json: RequestHandler): void {
   router.get(BASE, async (req, res) => {
-    const admin = await identify(deps, req);
+    const admin = await identify(deps, req, res);
     authorize(admin, req, 'read');
     res.json({ mcp_keys: await listMcpKeys(deps, admin.tenantId) });
   });

@@ -44,10 +44,11 @@ const op = (o: Op): Doc => ({
   responses: o.responses,
 });
 
-/** A REST mirror read (SPEC.md, MCP evidence endpoints): MCP key, one scope. */
+/** A REST mirror read (SPEC.md, MCP evidence endpoints): MCP key, one scope, the tenant's rate limit. */
 const mirror = (operationId: string, summary: string, scope: string, response: Doc, params: string[] = [], extra: Doc[] = []): Doc => ({
-  get: op({ operationId, summary, security: MCP_KEY, scope, params: [...pathParams(...params), ...extra], responses: { 200: json(response), ...errors(...(extra.length ? [400] : []), 401, 403, ...(params.length ? [404] : [])) } }),
+  get: op({ operationId, summary, security: MCP_KEY, scope, params: [...pathParams(...params), ...extra], responses: { 200: json(response), ...errors(...(extra.length ? [400] : []), 401, 403, ...(params.length ? [404] : []), 429) } }),
 });
+const limitParam = { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } };
 
 const keyView = {
   type: 'object',
@@ -66,9 +67,10 @@ const keyView = {
   },
 };
 
-const KEY_ACCESS = 'A control-API credential (read:api-keys to list, write:api-keys to change) or an MCP key with mcp:admin:keys; enabling a write group needs write:api-keys. Writes are audited.';
+const KEY_ACCESS =
+  "A control-API credential (read:api-keys to list, write:api-keys to change) or an MCP key with mcp:admin:keys; enabling a write group needs write:api-keys. Writes are audited. Rate-limited per tenant as the control API (the caller's tenant and plan).";
 const keyOp = (operationId: string, summary: string, params: string[], status: number, extraErrors: number[], body?: Doc): Doc =>
-  op({ operationId, summary, description: KEY_ACCESS, security: KEY_ADMIN, params: pathParams('tid', ...params), body, responses: { [status]: json(keyView), ...errors(...extraErrors, 401, 403, 404) } });
+  op({ operationId, summary, description: KEY_ACCESS, security: KEY_ADMIN, params: pathParams('tid', ...params), body, responses: { [status]: json(keyView), ...errors(...extraErrors, 401, 403, 404, 429) } });
 
 const jsonRpc = { type: 'object', required: ['jsonrpc'], properties: { jsonrpc: { const: '2.0' } }, description: 'JSON-RPC 2.0 message (MCP)' };
 const notAllowed = (method: string): Doc => ({
@@ -87,7 +89,7 @@ export const mcpPaths: ExtraPaths = {
       operationId: 'mcp.endpoint',
       summary: 'MCP Streamable HTTP endpoint (stateless, JSON responses)',
       description:
-        'JSON-RPC 2.0 messages of the Model Context Protocol (initialize, tools/list, tools/call, …). Send Accept: application/json, text/event-stream. Each tool needs its MCP scope; write tool groups answer a tool error write-tool-disabled (tool_group) until enabled for the key. Transport errors (bad Accept or content type, malformed JSON-RPC) answer a JSON-RPC error body, as MCP requires.',
+        'JSON-RPC 2.0 messages of the Model Context Protocol (initialize, tools/list, tools/call, …). Send Accept: application/json, text/event-stream. Each tool needs its MCP scope; write tool groups answer a tool error write-tool-disabled (tool_group) until enabled for the key; access is checked before arguments. Transport errors (bad Accept or content type, malformed JSON-RPC) answer a JSON-RPC error body, as MCP requires. Rate-limited per tenant as the control API: each request takes one token, a batch one per tools/call.',
       security: MCP_KEY,
       body: { oneOf: [jsonRpc, { type: 'array', items: jsonRpc }] },
       responses: {
@@ -98,6 +100,10 @@ export const mcpPaths: ExtraPaths = {
         406: json(jsonRpc, 'Accept lacks application/json and text/event-stream (JSON-RPC error)'),
         413: problem(413),
         415: json(jsonRpc, 'Content-Type is not application/json (JSON-RPC error)'),
+        429: json(
+          { oneOf: [jsonRpc, { type: 'array', items: jsonRpc }] },
+          "rate-limit-exceeded (Retry-After header). The body answers each request in JSON-RPC: a tools/call with a failed tool result carrying the problem details (retry_after_seconds) in _meta['hookline/problem'], any other request with a JSON-RPC error carrying them in data['hookline/problem']",
+        ),
         500: problem(500),
       },
     }),
@@ -114,8 +120,9 @@ export const mcpPaths: ExtraPaths = {
     'mcp.evidence',
     'Evidence bundles (receipt, inclusion proof, root) of a receipt, attempt, delivery, event or Merkle root id',
     'mcp:read:evidence',
-    jsonSchemaOf(z.object({ resource_id: z.string(), receipts: z.array(bundleSchema) })),
+    jsonSchemaOf(z.object({ resource_id: z.string(), receipts: z.array(bundleSchema), next_cursor: z.string().nullable(), has_more: z.boolean() })),
     ['id'],
+    [limitParam, { name: 'cursor', in: 'query', required: false, description: 'next_cursor of the previous page', schema: { type: 'string' } }],
   ),
   '/v1/mcp/deliveries/{id}/status': mirror('mcp.deliveryStatus', 'Delivery status and outcome', 'mcp:read:deliveries', jsonSchemaOf(deliverySchema.extend({ outcome: z.string() })), ['id']),
   '/v1/mcp/planes': mirror('mcp.planes', 'Operational planes (control, delivery, edge clusters) and their status', 'mcp:read:planes', jsonSchemaOf(z.object({ planes: z.array(planeSchema) }))),
@@ -127,18 +134,19 @@ export const mcpPaths: ExtraPaths = {
     ['id'],
     [
       { name: 'level', in: 'query', required: false, schema: { type: 'string', enum: ['info', 'warn', 'error'] } },
-      { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+      limitParam,
     ],
   ),
   '/v1/mcp/tools/{name}': {
     post: op({
       operationId: 'mcp.callTool',
       summary: 'Call one MCP tool over plain HTTP (the body is its arguments)',
-      description: 'A read tool needs its MCP scope (403 insufficient-scope); a write tool needs its group enabled for the key (403 write-tool-disabled with tool_group). Write calls are audited, refusals included.',
+      description:
+        'A read tool needs its MCP scope (403 insufficient-scope); a write tool needs its group enabled for the key (403 write-tool-disabled with tool_group); both are checked before the arguments (400). Write calls are audited, refusals included. Rate-limited per tenant as the control API.',
       security: MCP_KEY,
       params: pathParams('name'),
       body: { type: 'object', description: "The tool's input schema (tools/list)" },
-      responses: { 200: json({ type: 'object', description: "The tool's output schema (tools/list)" }), ...errors(400, 401, 403, 404, 409, 413) },
+      responses: { 200: json({ type: 'object', description: "The tool's output schema (tools/list)" }), ...errors(400, 401, 403, 404, 409, 413, 429) },
     }),
   },
   '/v1/tenants/{tid}/mcp-keys': {
@@ -148,7 +156,7 @@ export const mcpPaths: ExtraPaths = {
       description: KEY_ACCESS,
       security: KEY_ADMIN,
       params: pathParams('tid'),
-      responses: { 200: json({ type: 'object', required: ['mcp_keys'], properties: { mcp_keys: { type: 'array', items: keyView } } }), ...errors(401, 403, 404) },
+      responses: { 200: json({ type: 'object', required: ['mcp_keys'], properties: { mcp_keys: { type: 'array', items: keyView } } }), ...errors(401, 403, 404, 429) },
     }),
     post: keyOp('mcp.keys.create', 'Create an mcp_… key (read scopes by default; shown once)', [], 201, [400, 422], jsonSchemaOf(createKeyBody)),
   },

@@ -45,6 +45,7 @@ export function mcpPlugin(config: ApiConfig): ApiPlugin {
           producer: ctx.producer,
           logger: ctx.logger.child({ component: 'mcp' }),
           queuePrefix: ctx.config.QUEUE_PREFIX,
+          rateLimits: ctx.config.rateLimits,
           pools: ctx.config.pools,
           discovery,
           build,

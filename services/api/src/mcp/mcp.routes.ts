@@ -1,7 +1,7 @@
 import express, { type Request, type Response, type Router } from 'express';
 import * as z from 'zod';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { AppError } from '@hookline/errors';
+import { AppError, toProblem } from '@hookline/errors';
 import { authenticateMcp, requireScope } from './mcp-auth';
 import { endpointsReply, findTool, runTool } from './mcp-catalog';
 import type { McpContext, McpDeps } from './mcp-deps';
@@ -9,23 +9,32 @@ import { ensureRequestId, mcpErrorHandler, param, parseOr400, requestIdOf } from
 import { mcpKeyRoutes } from './mcp-keys.routes';
 import { logsFor } from './mcp-logs';
 import { deliveryStatus, health, planes } from './mcp-queries';
-import { buildMcpServer } from './mcp-server';
-import { evidenceReply } from './tools/evidence-tools';
+import { rateLimitMcp, toolCallCount } from './mcp-rate-limit';
+import { buildMcpServer, refusedMessages } from './mcp-server';
+import { evidenceCursor, evidenceReply } from './tools/evidence-tools';
 
-const logsQuery = z.object({ level: z.enum(['info', 'warn', 'error']).optional(), limit: z.coerce.number().int().min(1).max(100).optional() });
+const pageLimit = z.coerce.number().int().min(1).max(100).optional();
+const logsQuery = z.object({ level: z.enum(['info', 'warn', 'error']).optional(), limit: pageLimit });
+const evidenceQuery = z.object({ limit: pageLimit, cursor: evidenceCursor });
 
 /**
  * The MCP surface: the Streamable HTTP endpoint `POST /v1/mcp` (stateless, one server per
  * request, JSON responses), the REST mirror under `/v1/mcp/…`, `POST /v1/mcp/tools/{name}`,
  * and MCP key management under `/v1/tenants/{tid}/mcp-keys`. Mount it before the app's
- * 404 handler; it answers its own errors as problem details.
+ * 404 handler; it answers its own errors as problem details. Every route is rate-limited per
+ * tenant as the control API is (mcp-rate-limit.ts), right after authentication.
  */
 export function createMcpRouter(deps: McpDeps): Router {
   const router = express.Router();
   const json = express.json({ limit: '1mb' });
   router.use(['/v1/mcp', '/v1/tenants/:tid/mcp-keys'], ensureRequestId);
 
-  const context = async (req: Request, res: Response): Promise<McpContext> => ({ deps, principal: await authenticateMcp(deps, req.headers), requestId: requestIdOf(res) });
+  /** The MCP key, then `cost` tokens of its tenant's rate limit (429). */
+  const context = async (req: Request, res: Response, cost = 1): Promise<McpContext> => {
+    const principal = await authenticateMcp(deps, req.headers);
+    await rateLimitMcp(deps, principal, res, cost);
+    return { deps, principal, requestId: requestIdOf(res) };
+  };
   /** A REST mirror route: MCP key, its scope, then the shared query. */
   const mirror = (path: string, scope: string, reply: (ctx: McpContext, req: Request) => Promise<unknown> | unknown): void => {
     router.get(path, async (req, res) => {
@@ -36,7 +45,17 @@ export function createMcpRouter(deps: McpDeps): Router {
   };
 
   router.post('/v1/mcp', json, async (req, res) => {
-    const ctx = await context(req, res);
+    let ctx: McpContext;
+    try {
+      // One token per request, or per tool call when a batch carries several.
+      ctx = await context(req, res, Math.max(1, toolCallCount(req.body)));
+    } catch (err) {
+      if (!(err instanceof AppError) || err.type !== 'rate-limit-exceeded') throw err;
+      // An HTTP 429 as the control API answers it, its body the JSON-RPC answer an MCP client reads.
+      const { problem, headers } = toProblem(err, requestIdOf(res));
+      res.status(problem.status).set(headers).json(refusedMessages(req.body, problem));
+      return;
+    }
     const server = buildMcpServer(ctx, deps.build.version);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {
@@ -54,7 +73,7 @@ export function createMcpRouter(deps: McpDeps): Router {
 
   mirror('/v1/mcp/health', 'mcp:read:health', (ctx) => health(ctx.deps));
   mirror('/v1/mcp/endpoints', 'mcp:read:endpoints', (ctx) => endpointsReply(ctx));
-  mirror('/v1/mcp/evidence/:id', 'mcp:read:evidence', (ctx, req) => evidenceReply(ctx, param(req, 'id')));
+  mirror('/v1/mcp/evidence/:id', 'mcp:read:evidence', (ctx, req) => evidenceReply(ctx, param(req, 'id'), parseOr400(evidenceQuery, req.query)));
   mirror('/v1/mcp/deliveries/:id/status', 'mcp:read:deliveries', (ctx, req) => deliveryStatus(ctx.deps, ctx.principal.tenantId, param(req, 'id')));
   mirror('/v1/mcp/planes', 'mcp:read:planes', (ctx) => planes(ctx.deps, ctx.principal.tenantId));
   mirror('/v1/mcp/logs/:id', 'mcp:read:logs', (ctx, req) => logsFor(ctx.deps, ctx.principal.tenantId, param(req, 'id'), parseOr400(logsQuery, req.query)));
@@ -63,7 +82,7 @@ export function createMcpRouter(deps: McpDeps): Router {
     const ctx = await context(req, res);
     const tool = findTool(param(req, 'name'));
     if (!tool) throw new AppError('not-found', `There is no MCP tool named ${param(req, 'name')}.`);
-    res.json(await runTool(ctx, tool, parseOr400(z.object(tool.input).strict(), req.body)));
+    res.json(await runTool(ctx, tool, req.body, { strict: true }));
   });
 
   mcpKeyRoutes(router, deps, json);

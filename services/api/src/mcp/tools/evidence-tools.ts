@@ -1,11 +1,15 @@
 import * as z from 'zod';
 import { AppError } from '@hookline/errors';
-import { evidenceFor, listMerkleRoots, NON_CLAIMS, type ResolvedCapability } from '@hookline/evidence';
+import { listMerkleRoots, NON_CLAIMS, type ResolvedCapability } from '@hookline/evidence';
 import type { McpContext } from '../mcp-deps';
+import { decodeCursor, evidencePage, type EvidencePage } from '../mcp-evidence';
 import { bundleSchema, capabilitySchema, proofSchema, rootSchema } from './output-schemas';
 import { cursorOf, defineTool, idOf, limit, type AnyTool } from './tool-def';
 
 const EVIDENCE = { scope: 'mcp:read:evidence' };
+
+/** get_evidence and GET /v1/mcp/evidence/{id}: a next_cursor names a receipt. */
+export const evidenceCursor = cursorOf((c) => idOf('rcp').safeParse(decodeCursor(c)).success);
 
 function proofsOf(ctx: McpContext, prefix: 'PROOF-' | 'TRUST-'): z.infer<typeof proofSchema>[] {
   return ctx.deps
@@ -65,17 +69,18 @@ export const evidenceTools: AnyTool[] = [
   defineTool({
     name: 'get_evidence',
     title: 'Get delivery evidence',
-    description: 'Receipts with inclusion proofs and roots for a receipt (rcp_), attempt (att_), delivery (dlv_), event (evt_) or root (mrk_) id; verify them with `pnpm evidence:verify`.',
+    description:
+      'Receipts with inclusion proofs and roots for a receipt (rcp_), attempt (att_), delivery (dlv_), event (evt_) or root (mrk_) id, oldest first, a page at a time: while has_more, pass next_cursor as cursor for the rest. Verify them with `pnpm evidence:verify`.',
     access: EVIDENCE,
-    input: { id: z.string().regex(/^(rcp|att|dlv|evt|mrk)_[0-9a-z]{10,40}$/, 'an rcp_, att_, dlv_, evt_ or mrk_ id') },
-    output: z.object({ resource_id: z.string(), receipts: z.array(bundleSchema) }),
-    run: async (ctx, args) => evidenceReply(ctx, args.id),
+    input: { id: z.string().regex(/^(rcp|att|dlv|evt|mrk)_[0-9a-z]{10,40}$/, 'an rcp_, att_, dlv_, evt_ or mrk_ id'), limit, cursor: evidenceCursor },
+    output: z.object({ resource_id: z.string(), receipts: z.array(bundleSchema), next_cursor: z.string().nullable(), has_more: z.boolean() }),
+    run: async (ctx, args) => evidenceReply(ctx, args.id, args),
   }),
 ];
 
 /** Shared by the tool and GET /v1/mcp/evidence/{id}. */
-export async function evidenceReply(ctx: McpContext, id: string): Promise<{ resource_id: string; receipts: unknown[] }> {
-  const receipts = await evidenceFor(ctx.deps.pool, ctx.principal.tenantId, id);
-  if (!receipts) throw AppError.notFound('evidence');
-  return { resource_id: id, receipts };
+export async function evidenceReply(ctx: McpContext, id: string, page: { limit?: number; cursor?: string }): Promise<{ resource_id: string } & EvidencePage> {
+  const found = await evidencePage(ctx.deps.pool, ctx.principal.tenantId, id, page);
+  if (!found) throw AppError.notFound('evidence');
+  return { resource_id: id, ...found };
 }

@@ -7,6 +7,18 @@ export type ToolGroup = (typeof TOOL_GROUPS)[number];
 /** A read tool needs an MCP scope; a write tool needs its group enabled for the key. */
 export type ToolAccess = { scope: string } | { group: ToolGroup };
 
+/**
+ * What a write tool does, published as its MCP ToolAnnotations: `destructive` when it may
+ * change or stop what existing deliveries do (not only add something), `idempotent` when
+ * calling it again with the same arguments has no further effect, `openWorld` when its effect
+ * reaches endpoints outside Hookline (webhook receivers).
+ */
+export interface WriteEffects {
+  destructive: boolean;
+  idempotent: boolean;
+  openWorld: boolean;
+}
+
 export interface ToolDef<I extends z.ZodRawShape = z.ZodRawShape> {
   name: string;
   title: string;
@@ -17,6 +29,8 @@ export interface ToolDef<I extends z.ZodRawShape = z.ZodRawShape> {
   run(ctx: McpContext, args: z.infer<z.ZodObject<I>>): Promise<Record<string, unknown>>;
   /** For write tools: the resource the call acts on, for the audit row. */
   resourceOf?(args: z.infer<z.ZodObject<I>>): string;
+  /** For write tools; absent, the MCP defaults (the worst case) are published. */
+  effects?: WriteEffects;
 }
 
 /** A tool with its argument type erased, so tools of different inputs share one list. */
