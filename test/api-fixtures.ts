@@ -1,4 +1,5 @@
 import { newId } from '@hookline/db';
+import { hashPassword } from '@hookline/signing';
 import type { ApiHarness } from './api-harness';
 
 export interface Pipeline {
@@ -47,5 +48,12 @@ export async function insertDelivery(h: ApiHarness, tenantId: string, eventId: s
       [newId('att', at.getTime() + n), tenantId, id, n, n === attempts && opts.status === 'delivered' ? 200 : 500, n === attempts ? 'ok' : 'boom', new Date(at.getTime() + n), 10 * n],
     );
   }
+  return id;
+}
+
+/** A dashboard user who can POST /auth/login. */
+export async function insertUser(h: ApiHarness, tenantId: string, email: string, password: string): Promise<string> {
+  const id = newId('usr');
+  await h.db.pool.query('INSERT INTO users (id, tenant_id, email, password_hash) VALUES ($1, $2, $3, $4)', [id, tenantId, email, await hashPassword(password)]);
   return id;
 }

@@ -3,6 +3,8 @@ import { setErrorsBase } from '@hookline/errors';
 import { createSecretBox } from '@hookline/signing';
 import type { ApiDeps, AppContext } from './context';
 import { errorMiddleware, notFoundMiddleware } from './http/error.middleware';
+import { JSON_MEDIA_TYPE } from './http/json-body';
+import { methodNotAllowed } from './http/method-not-allowed';
 import { pipeline } from './http/pipeline';
 import { requestIdMiddleware } from './http/request-id.middleware';
 import { mountRoutes, type RouteDef } from './http/route';
@@ -44,9 +46,12 @@ export function buildApp(deps: ApiDeps, plugins: readonly ApiPlugin[] = []): Api
   let draining = false;
   const app = express();
   app.disable('x-powered-by');
+  // Who the client is (req.ip): only TRUSTED_PROXIES may name it in X-Forwarded-For.
+  app.set('trust proxy', deps.config.trustedProxies.length ? [...deps.config.trustedProxies] : false);
   app.use(requestIdMiddleware);
   app.use(
     express.json({
+      type: JSON_MEDIA_TYPE,
       limit: deps.config.API_BODY_LIMIT,
       // HMAC-signed cluster requests are verified over the exact bytes.
       verify: (req, _res, buf) => {
@@ -68,7 +73,10 @@ export function buildApp(deps: ApiDeps, plugins: readonly ApiPlugin[] = []): Api
   mountRoutes(router, context, routes, pipeline);
   app.use(router);
   for (const plugin of plugins) plugin.mount(app, context);
+  const openApi = (): Record<string, unknown> => buildOpenApi(routes, extraPaths);
+  // The document lists every path and method served (a test holds it to that), so it also says what a known path allows.
+  app.use(methodNotAllowed(openApi()['paths'] as Record<string, Record<string, unknown>>));
   app.use(notFoundMiddleware);
   app.use(errorMiddleware(deps.logger));
-  return { app, context, routes, openApi: () => buildOpenApi(routes, extraPaths), setDraining: () => (draining = true) };
+  return { app, context, routes, openApi, setDraining: () => (draining = true) };
 }

@@ -8,6 +8,17 @@ describe('api config', () => {
     expect(c.HOST).toBe('0.0.0.0');
     expect(c.JWT_EXPIRES_IN).toBe('1h');
     expect(c.rateLimits.free).toEqual({ perMinute: 100, burst: 200 });
+    expect([c.LOGIN_MAX_FAILURES_PER_ACCOUNT, c.LOGIN_MAX_FAILURES_PER_IP, c.LOGIN_FAILURE_WINDOW_SECONDS]).toEqual([10, 50, 900]);
+    expect(c.trustedProxies).toEqual([]);
+  });
+
+  it('reads the login limits and TRUSTED_PROXIES, naming a bad value', () => {
+    const c = loadApiConfig({ LOGIN_MAX_FAILURES_PER_ACCOUNT: '5', LOGIN_MAX_FAILURES_PER_IP: '20', LOGIN_FAILURE_WINDOW_SECONDS: '60', TRUSTED_PROXIES: '10.0.0.0/8, fd00::/8,loopback,192.0.2.1' });
+    expect([c.LOGIN_MAX_FAILURES_PER_ACCOUNT, c.LOGIN_MAX_FAILURES_PER_IP, c.LOGIN_FAILURE_WINDOW_SECONDS]).toEqual([5, 20, 60]);
+    expect(c.trustedProxies).toEqual(['10.0.0.0/8', 'fd00::/8', 'loopback', '192.0.2.1']);
+    expect(() => loadApiConfig({ LOGIN_MAX_FAILURES_PER_ACCOUNT: '0' })).toThrow(/LOGIN_MAX_FAILURES_PER_ACCOUNT/);
+    expect(() => loadApiConfig({ TRUSTED_PROXIES: '10.0.0.0/33' })).toThrow(/TRUSTED_PROXIES has entries .*: 10\.0\.0\.0\/33/);
+    expect(() => loadApiConfig({ TRUSTED_PROXIES: 'proxy.internal' })).toThrow(ConfigError);
   });
 
   it('names a bad RATE_LIMITS entry or a missing plan', () => {

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { baseEnv, ConfigError, loadConfig, type ConfigOf, type EnvSchema } from '@hookline/config';
 import { evidenceEnv } from '@hookline/evidence';
 import { observabilityEnv } from '@hookline/observability';
@@ -17,6 +18,10 @@ export const apiEnv = {
     default: 'free=100/200,pro=600/1200,business=3000/6000,enterprise=10000/20000',
     description: 'Per-plan API rate limit: plan=<requests per minute>/<burst>, comma-separated',
   },
+  LOGIN_MAX_FAILURES_PER_ACCOUNT: { type: 'integer', default: 10, minimum: 1, description: 'Failed POST /auth/login attempts per email within LOGIN_FAILURE_WINDOW_SECONDS; past it → 429 (a success resets it)' },
+  LOGIN_MAX_FAILURES_PER_IP: { type: 'integer', default: 50, minimum: 1, description: 'Failed POST /auth/login attempts per client address (IPv6: per /64) within LOGIN_FAILURE_WINDOW_SECONDS; past it → 429' },
+  LOGIN_FAILURE_WINDOW_SECONDS: { type: 'integer', default: 900, minimum: 1, maximum: 86400, description: 'Sliding window over which failed logins are counted' },
+  TRUSTED_PROXIES: { type: 'string', default: '', description: "Comma-separated CIDRs (or loopback, linklocal, uniquelocal) whose X-Forwarded-For is believed for the client address; empty: the socket peer is the client" },
   SERVICE_SIGNATURE_TOLERANCE_SECONDS: { type: 'integer', default: 300, minimum: 1, description: 'Clock tolerance for HMAC-signed cluster requests' },
   API_BODY_LIMIT: { type: 'string', default: '1mb', description: 'Largest JSON body the control API accepts' },
   API_PUBLIC_URL: { type: 'string', default: 'http://127.0.0.1:8080', description: 'Public base URL of this api; the discovery documents link to each other and to /v1/mcp under it' },
@@ -44,6 +49,8 @@ export interface ApiConfig extends ApiEnv {
   rateLimits: Record<PlanName, RateLimit>;
   /** DEDICATED_POOLS parsed: tenant id → deliverer pool (absent: the default `deliver` queue). */
   pools: ReadonlyMap<string, string>;
+  /** TRUSTED_PROXIES as express's `trust proxy` list (empty: trust no proxy). */
+  trustedProxies: readonly string[];
 }
 
 const PLANS: readonly PlanName[] = ['free', 'pro', 'business', 'enterprise'];
@@ -62,6 +69,23 @@ export function parseRateLimits(spec: string): Record<PlanName, RateLimit> {
   return out as Record<PlanName, RateLimit>;
 }
 
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** Parses TRUSTED_PROXIES (`10.0.0.0/8, ::1, loopback`); a bad entry stops the boot naming the variable. */
+export function parseTrustedProxies(spec: string): string[] {
+  const entries = spec.split(',').map((s) => s.trim()).filter(Boolean);
+  const bad = entries.filter((e) => {
+    if (PROXY_NAMES.has(e)) return false;
+    const [ip = '', bits, ...rest] = e.split('/');
+    const family = isIP(ip);
+    if (!family || rest.length) return true;
+    if (bits === undefined) return false;
+    return !/^\d{1,3}$/.test(bits) || Number(bits) > (family === 4 ? 32 : 128);
+  });
+  if (bad.length) throw new ConfigError([`TRUSTED_PROXIES has entries that are not addresses, CIDRs or loopback/linklocal/uniquelocal: ${bad.join(', ')}`]);
+  return entries;
+}
+
 export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
   const base = loadConfig(apiEnv, env);
   let pools: ReadonlyMap<string, string>;
@@ -70,5 +94,5 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
   } catch (err) {
     throw new ConfigError([(err as Error).message]);
   }
-  return { ...base, rateLimits: parseRateLimits(base.RATE_LIMITS), pools };
+  return { ...base, rateLimits: parseRateLimits(base.RATE_LIMITS), pools, trustedProxies: parseTrustedProxies(base.TRUSTED_PROXIES) };
 }

@@ -40,6 +40,8 @@ export interface RequestContext {
   /** The tenant the request acts on (path `{tid}`, `X-Tenant-ID`, or the credential's). */
   tenantId: string;
   requestId: string;
+  /** The caller's address (the socket peer, or X-Forwarded-For behind TRUSTED_PROXIES). */
+  clientAddress: string;
   params: Record<string, string>;
   query: Record<string, unknown>;
   body: unknown;

@@ -1,11 +1,21 @@
+import type { PrismaClient } from '@hookline/db';
 import { AppError } from '@hookline/errors';
 import { hashPassword, verifyPassword } from '@hookline/signing';
 import type { PublicRoute } from '../http/route';
 import { ok } from '../lib/format';
+import { guardLogin } from './login-throttle';
 import { issueSessionToken } from './session-jwt';
 
 // Compared against when the email is unknown, so timing does not reveal which emails exist.
 let decoyHash: Promise<string> | null = null;
+
+/** The user whose email and password these are, else null (in about the same time either way). */
+async function checkPassword(prisma: PrismaClient, email: string, password: string): Promise<{ id: string; tenantId: string } | null> {
+  const user = await prisma.user.findFirst({ where: { email: { equals: email.trim(), mode: 'insensitive' } } });
+  decoyHash ??= hashPassword('decoy-password');
+  const valid = await verifyPassword(password, user?.passwordHash ?? (await decoyHash));
+  return user && valid ? user : null;
+}
 
 const loginBody = {
   type: 'object',
@@ -35,18 +45,23 @@ export const loginRoutes: PublicRoute[] = [
     body: loginBody,
     doc: {
       summary: 'Log in with email and password; returns a tenant-scoped session JWT',
-      description: 'The token carries every API scope of the user\'s tenant and expires after JWT_EXPIRES_IN (default 1h). Only HS256 is accepted.',
+      description:
+        "The token carries every API scope of the user's tenant and expires after JWT_EXPIRES_IN (default 1h). Only HS256 is accepted. " +
+        'Failed logins are limited per email (LOGIN_MAX_FAILURES_PER_ACCOUNT, default 10) and per client address (LOGIN_MAX_FAILURES_PER_IP, default 50; IPv6 per /64) over LOGIN_FAILURE_WINDOW_SECONDS (default 900); past either, 429 rate-limit-exceeded with retry_after_seconds and Retry-After, and the password is not checked. A successful login is not counted and clears its email\'s failures.',
       tag: 'Authentication',
       status: 200,
       response: sessionView,
-      errors: [401],
+      errors: [401, 429],
     },
     handler: async (ctx) => {
       const { email, password } = ctx.body as { email: string; password: string };
-      const user = await ctx.app.prisma.user.findFirst({ where: { email: { equals: email.trim(), mode: 'insensitive' } } });
-      decoyHash ??= hashPassword('decoy-password');
-      const valid = await verifyPassword(password, user?.passwordHash ?? (await decoyHash));
-      if (!user || !valid) throw new AppError('unauthorized', 'The email or password is wrong.');
+      const guard = await guardLogin(ctx.app, ctx.logger, email, ctx.clientAddress);
+      const user = await checkPassword(ctx.app.prisma, email, password).catch(async (err: unknown) => {
+        await guard.abandoned();
+        throw err;
+      });
+      if (!user) throw new AppError('unauthorized', 'The email or password is wrong.');
+      await guard.succeeded();
       const { token, expiresAt } = issueSessionToken(ctx.app.config.JWT_SECRET, ctx.app.config.JWT_EXPIRES_IN, user.id, user.tenantId);
       return ok({ token, token_type: 'Bearer', expires_at: expiresAt.toISOString(), tenant_id: user.tenantId, user_id: user.id });
     },

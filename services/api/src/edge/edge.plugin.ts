@@ -24,6 +24,8 @@ function operation(operationId: string, summary: string, description: string, re
         200: { description: 'Success', content: { 'application/json': { schema: response } } },
         400: problem('Invalid body'),
         401: problem('Bad, expired, replayed or missing signature'),
+        413: problem('Body larger than API_BODY_LIMIT'),
+        415: problem('Body not sent as application/json'),
         500: problem('Unexpected failure'),
         503: problem('Replay check unavailable'),
       },

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import express, { type Request, type Response, type Router } from 'express';
 import { edgePaths, type ReportRequest, type ReportResponse, type WorkRequest, type WorkResponse } from '@hookline/delivery';
+import { assertJsonBody } from '../http/json-body';
 import { assertStorableRequest } from '../http/storable-request';
 import { assertValid } from '../http/validate';
 import { touchCluster } from './cluster-status';
@@ -13,6 +14,8 @@ import { reportRequestSchema, workRequestSchema } from './edge.schemas';
 /** Authenticates, validates and marks the cluster seen; the handler gets a typed body. */
 async function accept<T extends { agent_version: string }>(deps: EdgeDeps, req: Request, schema: Record<string, unknown>): Promise<{ cluster: EdgeCluster; body: T }> {
   assertStorableRequest(req);
+  // The signature covers the parsed JSON bytes: a body of another type could only fail as a bad signature.
+  assertJsonBody(req);
   const cluster = await verifyEdgeRequest(deps, req);
   assertValid(schema, req.body ?? null);
   const body = req.body as T;

@@ -6,6 +6,7 @@ import { recordAudit } from '../audit/audit-log';
 import { actorOf, type AppContext, type Principal, type Reply, type RequestContext } from '../context';
 import { finishIdempotent, requestHash, startIdempotent, validIdempotencyKey } from '../limits/idempotency';
 import { rateLimitKey, takeToken } from '../limits/rate-limit';
+import { assertJsonBody } from './json-body';
 import { isWrite, problemReply, type AuthedRoute, type RoutePipeline } from './route';
 import { assertValid } from './validate';
 
@@ -49,7 +50,10 @@ function idFromBody(body: unknown): string | undefined {
 
 /** Validates the body, applies Idempotency-Key, runs the handler. */
 async function execute(app: AppContext, route: AuthedRoute, ctx: RequestContext, req: Request): Promise<Reply> {
-  if (route.body) assertValid(route.body, ctx.body ?? null);
+  if (route.body) {
+    assertJsonBody(req);
+    assertValid(route.body, ctx.body ?? null);
+  }
   const header = req.headers['idempotency-key'];
   const key = Array.isArray(header) ? header[0] : header;
   const res = req.res!;

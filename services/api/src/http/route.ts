@@ -1,6 +1,8 @@
 import type { Request, Response, Router } from 'express';
 import { AppError, toProblem } from '@hookline/errors';
 import type { AppContext, Principal, Reply, RequestContext } from '../context';
+import { clientAddress } from './client-address';
+import { assertJsonBody } from './json-body';
 import { assertStorableRequest } from './storable-request';
 import { assertValid, type JsonSchema } from './validate';
 
@@ -71,6 +73,7 @@ function baseContext(app: AppContext, req: Request, res: Response): Omit<Request
   return {
     app,
     requestId,
+    clientAddress: clientAddress(req),
     params: req.params as Record<string, string>,
     query: req.query as Record<string, unknown>,
     body: req.body as unknown,
@@ -110,7 +113,10 @@ export function mountRoutes(router: Router, app: AppContext, routes: readonly Ro
       assertStorableRequest(req);
       const base = baseContext(app, req, res);
       if (route.auth === 'none') {
-        if (route.body) assertValid(route.body, base.body ?? null);
+        if (route.body) {
+          assertJsonBody(req);
+          assertValid(route.body, base.body ?? null);
+        }
         send(res, await route.handler(base));
         return;
       }

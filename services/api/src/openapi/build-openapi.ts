@@ -73,7 +73,7 @@ export function buildOpenApi(routes: readonly RouteDef[], extra: ExtraPaths = {}
       title: 'Hookline control API',
       version: '1.0.0',
       description:
-        'Tenant-scoped routes (/v1/tenants/{tid}/…) are the authoritative contract; the flat routes (X-Tenant-ID or the credential\'s tenant) and the internal dashboard base (/api/bff/v1) read and write the same data through the same code. Every error is RFC 9457 problem details with instance = request id. Lists are newest first with cursor pagination (limit default 20, max 100; offset mode when offset is sent).',
+        'Tenant-scoped routes (/v1/tenants/{tid}/…) are the authoritative contract; the flat routes (X-Tenant-ID or the credential\'s tenant) and the internal dashboard base (/api/bff/v1) read and write the same data through the same code. Every error is RFC 9457 problem details with instance = request id. A path listed here called with a method it does not list answers 405 method-not-allowed with an Allow header (an unknown path, 404); a body sent with a Content-Type other than application/json answers 415 unsupported-media-type. Lists are newest first with cursor pagination (limit default 20, max 100; offset mode when offset is sent).',
     },
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     paths,

@@ -48,7 +48,7 @@ export const ERROR_DESCRIPTIONS: Record<number, string> = {
   404: 'not-found: missing, or not visible to this tenant',
   409: 'conflict (duplicate name, illegal lifecycle transition) or idempotency-conflict (idempotency_key)',
   413: 'payload-too-large: the body exceeds API_BODY_LIMIT',
-  415: 'unsupported-media-type: the body encoding or charset is not supported',
+  415: 'unsupported-media-type: the body is not sent as application/json, or its encoding or charset is not supported',
   422: 'unprocessable-entity: well-formed but refers to something that does not exist',
   429: 'rate-limit-exceeded (retry_after_seconds, Retry-After)',
   500: 'internal-error',
