@@ -13,6 +13,9 @@ const USAGE = `usage:
   pnpm admin create-tenant --name <name> [--plan free|pro|business|enterprise] --email <email> [--password <password>]
   pnpm admin migrate`;
 
+// Progress goes to stderr: stdout carries only the result (create-tenant's JSON).
+const progress = (m: string): void => void process.stderr.write(`${m}\n`);
+
 async function createTenant(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { name: { type: 'string' }, plan: { type: 'string', default: 'free' }, email: { type: 'string' }, password: { type: 'string' } } });
   const problems: string[] = [];
@@ -22,7 +25,7 @@ async function createTenant(args: string[]): Promise<void> {
   if (values.password !== undefined && values.password.length < 8) problems.push('--password must be at least 8 characters');
   if (problems.length) throw new Error(`${problems.join('; ')}\n${USAGE}`);
   const config = loadConfig({ DATABASE_URL: baseEnv.DATABASE_URL });
-  await migrate(config.DATABASE_URL);
+  await migrate(config.DATABASE_URL, undefined, progress);
   const pool = createPool(config.DATABASE_URL, 1);
   const password = values.password ?? randomBytes(12).toString('base64url');
   const key = newApiKey();
@@ -59,11 +62,16 @@ async function main(): Promise<void> {
   if (command === 'create-tenant') return createTenant(rest);
   if (command === 'migrate') {
     const config = loadConfig({ DATABASE_URL: baseEnv.DATABASE_URL });
-    const applied = await migrate(config.DATABASE_URL);
+    const applied = await migrate(config.DATABASE_URL, undefined, progress);
     console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
     return;
   }
-  throw new Error(`unknown command "${command ?? ''}"\n${USAGE}`);
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(`${USAGE}\n`);
+    if (command === undefined) process.exitCode = 1;
+    return;
+  }
+  throw new Error(`unknown command "${command}"\n${USAGE}`);
 }
 
 main().catch((err: Error) => {

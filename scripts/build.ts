@@ -2,6 +2,7 @@
 //   pnpm build                             all entry points
 //   pnpm build services/api/src/main.ts    only these
 //   pnpm build --out /tmp/dist             into another folder (HOOKLINE_DIST_DIR for the launcher)
+// Without --out, into HOOKLINE_DIST_DIR when it is set: where scripts/launch.cjs looks.
 import { statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -12,7 +13,8 @@ async function main(): Promise<void> {
   const unknown = positionals.filter((e) => !(ENTRIES as readonly string[]).includes(e));
   if (unknown.length > 0) throw new Error(`not an entry point: ${unknown.join(', ')} (known: ${ENTRIES.join(', ')})`);
   const entries = positionals.length > 0 ? positionals : [...ENTRIES];
-  const out = values.out ? resolve(values.out) : join(REPO_ROOT, 'dist');
+  const dir = values.out ?? process.env.HOOKLINE_DIST_DIR;
+  const out = dir ? resolve(dir) : join(REPO_ROOT, 'dist');
   const started = Date.now();
   for (const [i, entry] of entries.entries()) {
     const file = bundlePath(entry, out);

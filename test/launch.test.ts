@@ -1,10 +1,15 @@
-// scripts/launch.cjs (the image's ENTRYPOINT) and scripts/build.ts (`pnpm build`).
-import { spawn } from 'node:child_process';
+// scripts/launch.cjs (the image's ENTRYPOINT), scripts/build.ts (`pnpm build`), and the
+// operator scripts: `pnpm start` (start-all.ts), `pnpm admin`, `pnpm db:migrate`.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { shippedCommand } from '@hookline/testing';
+import { Client } from 'pg';
+import { flushPrefix, freePort, shippedCommand, uniquePrefix, waitFor } from '@hookline/testing';
 import { ENTRIES, nodeOptionsFor, SERVICE_NODE_OPTIONS, serviceNodeOptions } from '../scripts/lib/entries';
+import { ensureLocalDeps } from '../scripts/lib/local-deps';
+import { migrate } from '@hookline/db';
 
 const ROOT = resolve(__dirname, '..');
 
@@ -66,6 +71,14 @@ test('pnpm build bundles every entry point, with progress, and refuses an unknow
       expect(existsSync(join(out, entry.replace(/\.ts$/, '.js')))).toBe(true);
       expect(existsSync(join(out, entry.replace(/\.ts$/, '.js.map')))).toBe(true);
     }
+    // `pnpm start:<service>` builds, then launches from HOOKLINE_DIST_DIR when it is set: the same folder.
+    const viaEnv = mkdtempSync(join(tmpdir(), 'hookline-build-env-'));
+    try {
+      expect((await run(tsx, ['scripts/build.ts', 'scripts/migrate.ts'], { HOOKLINE_DIST_DIR: viaEnv })).code).toBe(0);
+      expect(existsSync(join(viaEnv, 'scripts/migrate.js'))).toBe(true);
+    } finally {
+      rmSync(viaEnv, { recursive: true, force: true });
+    }
     const bad = await run(tsx, ['scripts/build.ts', '--out', out, 'services/nope/src/main.ts']);
     expect(bad.code).toBe(1);
     expect(bad.err).toContain('not an entry point: services/nope/src/main.ts');
@@ -84,4 +97,247 @@ test('the deliverer runs with larger semi-spaces than the other services, and th
   const limit = async (options: string): Promise<number> =>
     (JSON.parse((await run(shipped.command, shipped.args, { ...shipped.env, NODE_OPTIONS: options })).out.trim()) as { heapLimitMb: number }).heapLimitMb;
   expect((await limit(nodeOptionsFor(deliverer))) - (await limit(SERVICE_NODE_OPTIONS))).toBeGreaterThanOrEqual(16);
+});
+
+// --- operator scripts, on a private schema and queue prefix, every socket on loopback ---
+
+const BASE_DB = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
+const REDIS = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
+
+async function sql<T>(fn: (c: Client) => Promise<T>): Promise<T> {
+  const c = new Client({ connectionString: BASE_DB });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+/** A schema name nobody uses yet (not created), and its URL. */
+function freshSchema(label: string): { schema: string; url: string; drop(): Promise<void> } {
+  const schema = `hl_${label}_${randomBytes(4).toString('hex')}`;
+  const u = new URL(BASE_DB);
+  u.searchParams.set('schema', schema);
+  return { schema, url: u.toString(), drop: () => sql((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).then(() => undefined) };
+}
+
+const appliedMigrations = (schema: string): Promise<number> =>
+  sql(async (c) => (await c.query(`SELECT count(*)::int AS n FROM "${schema}"."_prisma_migrations" WHERE finished_at IS NOT NULL`)).rows[0].n as number);
+
+describe('ensureLocalDeps (pnpm start)', () => {
+  it('reports a server that answers with an error as such, naming the variable, instead of trying to start one', async () => {
+    const logged: string[] = [];
+    const u = new URL(BASE_DB);
+    u.pathname = `/hl_no_such_db_${randomBytes(3).toString('hex')}`;
+    await expect(ensureLocalDeps(u.toString(), REDIS, (m) => logged.push(m))).rejects.toThrow(/refused the connection: database "hl_no_such_db_\w+" does not exist \(check DATABASE_URL\)/);
+    const r = new URL(REDIS);
+    r.username = 'hl_nobody';
+    r.password = 'wrong';
+    await expect(ensureLocalDeps(BASE_DB, r.toString(), (m) => logged.push(m))).rejects.toThrow(/Redis at .* refused the connection: WRONGPASS.*\(check REDIS_URL\)/);
+    expect(logged).toEqual([]);
+    await expect(ensureLocalDeps(BASE_DB, REDIS, (m) => logged.push(m))).resolves.toBeUndefined();
+  });
+});
+
+describe('migrations', () => {
+  it('are safe when another process creates the empty schema at the same moment', async () => {
+    const db = freshSchema('migrace');
+    const other = new Client({ connectionString: BASE_DB });
+    await other.connect();
+    try {
+      // Another migrator's CREATE SCHEMA, not committed yet: ours has to wait for it.
+      await other.query('BEGIN');
+      await other.query(`CREATE SCHEMA "${db.schema}"`);
+      const ours = migrate(db.url);
+      ours.catch(() => undefined);
+      await waitFor(
+        // (Not on `other`: inside its transaction pg_stat_activity stays as first read.)
+        () => sql(async (c) => (await c.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`, [`CREATE SCHEMA IF NOT EXISTS "${db.schema}"%`])).rowCount),
+        { what: 'our CREATE SCHEMA to wait for the other one' },
+      );
+      await other.query('COMMIT');
+      expect((await ours).length).toBeGreaterThan(0);
+      expect(await migrate(db.url)).toEqual([]);
+      expect(await appliedMigrations(db.schema)).toBe((await ours).length);
+    } finally {
+      await other.end();
+      await db.drop();
+    }
+  });
+});
+
+describe('migrations started together', () => {
+  it('on an empty schema, apply each migration once and all succeed', async () => {
+    const db = freshSchema('migpar');
+    try {
+      const runs = await Promise.all([1, 2, 3, 4].map(() => migrate(db.url)));
+      const applied = runs.flat();
+      expect(new Set(applied).size).toBe(applied.length);
+      expect(applied.length).toBe(await appliedMigrations(db.schema));
+      expect(applied.length).toBeGreaterThan(0);
+    } finally {
+      await db.drop();
+    }
+  });
+});
+
+describe('pnpm admin', () => {
+  it('shows migration progress on stderr and only the result on stdout, and prints its usage on help', async () => {
+    const db = freshSchema('admin');
+    try {
+      const r = await run(TSX, ['scripts/admin.ts', 'create-tenant', '--name', 'Acme', '--plan', 'pro', '--email', `owner-${randomBytes(3).toString('hex')}@acme.test`], { DATABASE_URL: db.url });
+      expect(r.code).toBe(0);
+      expect(r.err).toMatch(/applied migration \d+_init/);
+      expect(JSON.parse(r.out)).toMatchObject({ tenant_id: expect.stringMatching(/^ten_/), plan: 'pro', api_key: { key: expect.stringMatching(/^hk_/) } });
+      const help = await run(TSX, ['scripts/admin.ts', 'help']);
+      expect(help.code).toBe(0);
+      expect(help.out).toContain('pnpm admin create-tenant --name <name>');
+      const bad = await run(TSX, ['scripts/admin.ts', 'create-tenant', '--name', 'x', '--email', 'nope', '--plan', 'gold'], { DATABASE_URL: db.url });
+      expect(bad.code).toBe(1);
+      expect(bad.err).toContain('--email must be an email address; --plan must be one of free, pro, business, enterprise');
+    } finally {
+      await db.drop();
+    }
+  });
+});
+
+interface StartAll {
+  child: ChildProcess;
+  output(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** pid of each service, from the "started <name> on port <p> (pid <n>)" lines. */
+  pids(): Record<string, number>;
+}
+
+function startAll(env: Record<string, string>): StartAll {
+  let out = '';
+  const child = spawn(TSX, ['scripts/start-all.ts'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+  return {
+    child,
+    output: () => out,
+    exited,
+    pids: () => Object.fromEntries([...out.matchAll(/started (\w+) on port \d+ \(pid (\d+)\)/g)].map((m) => [m[1]!, Number(m[2])])),
+  };
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('pnpm start (scripts/start-all.ts)', () => {
+  jest.setTimeout(180_000);
+  const dist = mkdtempSync(join(tmpdir(), 'hookline-start-all-'));
+  const prefix = uniquePrefix('startall');
+  const started: StartAll[] = [];
+  afterAll(async () => {
+    for (const s of started) {
+      for (const pid of Object.values(s.pids())) if (alive(pid)) process.kill(pid, 'SIGKILL');
+      if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
+    }
+    await flushPrefix(prefix);
+    rmSync(dist, { recursive: true, force: true });
+  });
+
+  async function ports(): Promise<Record<'API_PORT' | 'INGEST_PORT' | 'ROUTER_PORT' | 'DELIVERER_PORT', string>> {
+    return { API_PORT: String(await freePort()), INGEST_PORT: String(await freePort()), ROUTER_PORT: String(await freePort()), DELIVERER_PORT: String(await freePort()) };
+  }
+
+  const baseEnv = (dbUrl: string): Record<string, string> => ({ DATABASE_URL: dbUrl, REDIS_URL: REDIS, QUEUE_PREFIX: prefix, HOST: '127.0.0.1', HOOKLINE_DIST_DIR: dist, LOG_LEVEL: 'warn', SHUTDOWN_TIMEOUT_MS: '5000' });
+
+  async function ready(p: Record<string, string>): Promise<void> {
+    for (const port of Object.values(p)) {
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => null))?.status === 200, { what: `the service on ${port}`, timeoutMs: 60_000 });
+    }
+  }
+
+  it('on an empty schema: migrates, runs the four services on the ports given (hook URLs name ingest\'s), and stops them all when one dies', async () => {
+    const db = freshSchema('startall');
+    try {
+      const p = await ports();
+      const s = startAll({ ...baseEnv(db.url), ...p });
+      started.push(s);
+      await ready(p);
+      expect(await appliedMigrations(db.schema)).toBeGreaterThan(0);
+      expect(Object.keys(s.pids()).sort()).toEqual(['api', 'deliverer', 'ingest', 'router']);
+
+      // The quick start: a tenant from `pnpm admin`, then an ingester whose hook URL names the moved ingest port.
+      const admin = await run(TSX, ['scripts/admin.ts', 'create-tenant', '--name', 'Acme', '--email', `o-${randomBytes(3).toString('hex')}@acme.test`], { DATABASE_URL: db.url });
+      const { tenant_id: tid, api_key: { key } } = JSON.parse(admin.out) as { tenant_id: string; api_key: { key: string } };
+      const res = await fetch(`http://127.0.0.1:${p.API_PORT}/v1/tenants/${tid}/ingesters`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'shop', provider: 'generic' }) });
+      expect(res.status).toBe(201);
+      const { hook_url: hookUrl } = (await res.json()) as { hook_url: string };
+      expect(hookUrl).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${p.INGEST_PORT}/in/ing_`));
+      expect((await fetch(hookUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"type":"order.created"}' })).status).toBe(202);
+
+      // A service that dies is reported, and takes the others down with it.
+      const pids = s.pids();
+      process.kill(pids['router']!, 'SIGKILL');
+      expect(await s.exited).toEqual({ code: 1, signal: null });
+      expect(s.output()).toContain('router exited (SIGKILL); stopping the others');
+      expect(Object.values(pids).filter(alive)).toEqual([]);
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it('stops every service on Ctrl-C (SIGINT) and exits 0, killing one that does not stop rather than leaving it behind', async () => {
+    const db = freshSchema('startint');
+    try {
+      const p = await ports();
+      const s = startAll({ ...baseEnv(db.url), ...p, SHUTDOWN_TIMEOUT_MS: '1000' });
+      started.push(s);
+      await ready(p);
+      const pids = s.pids();
+      // A stopped process cannot act on SIGTERM: it stands for a service stuck in its drain.
+      process.kill(pids['deliverer']!, 'SIGSTOP');
+      s.child.kill('SIGINT');
+      expect(await s.exited).toEqual({ code: 0, signal: null });
+      expect(Object.values(pids).filter(alive)).toEqual([]);
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it('a second Ctrl-C kills what is still draining', async () => {
+    const db = freshSchema('startint2');
+    try {
+      const p = await ports();
+      const s = startAll({ ...baseEnv(db.url), ...p, SHUTDOWN_TIMEOUT_MS: '600000' });
+      started.push(s);
+      await ready(p);
+      const { deliverer, ...others } = s.pids();
+      process.kill(deliverer!, 'SIGSTOP');
+      s.child.kill('SIGINT');
+      await waitFor(() => Object.values(others).every((pid) => !alive(pid)), { what: 'the other services to stop' });
+      expect(alive(deliverer!)).toBe(true);
+      s.child.kill('SIGINT');
+      expect(await s.exited).toEqual({ code: 0, signal: null });
+      expect(alive(deliverer!)).toBe(false);
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it('refuses a bad port variable by name before starting anything', async () => {
+    const db = freshSchema('startbad');
+    try {
+      const s = startAll({ ...baseEnv(db.url), ...(await ports()), INGEST_PORT: '80a' });
+      started.push(s);
+      expect((await s.exited).code).toBe(1);
+      expect(s.output()).toContain('INGEST_PORT must be a whole number in decimal digits (got "80a")');
+      expect(s.pids()).toEqual({});
+    } finally {
+      await db.drop();
+    }
+  });
 });

@@ -63,6 +63,35 @@ describe('FlowCache', () => {
     await waitFor(async () => (await ids(cache, other.ingesterId, other.tenantId)).length === 0, { what: 'the ingester entry to be dropped' });
   });
 
+  it('drops everything when the subscriber reconnects, since announcements sent meanwhile were lost', async () => {
+    const s = await setup();
+    const cache = new FlowCache(db.pool, 600_000);
+    const own = createRedis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', 'worker');
+    try {
+      await onConfigChange(own, t.prefix, (c) => cache.invalidate(c), () => cache.clear());
+      expect(await ids(cache, s.ingesterId, s.tenantId)).toEqual([s.flowId]);
+      // Disabled while the connection is down: the announcement never reaches this router.
+      own.disconnect(true);
+      await db.pool.query(`UPDATE delivery_flows SET state = 'DISABLED' WHERE id = $1`, [s.flowId]);
+      await waitFor(async () => (await ids(cache, s.ingesterId, s.tenantId)).length === 0, { what: 'the cache to be dropped on reconnect' });
+    } finally {
+      own.disconnect();
+    }
+  });
+
+  it('drops expired entries once the map has grown, not only when an ingester is seen again', async () => {
+    let now = 1_000_000;
+    const cache = new FlowCache(db.pool, 1000, undefined, () => now);
+    // Ingesters seen once (unknown ids cache an empty list just the same).
+    const once = new Map(Array.from({ length: 1100 }, (_, i) => [`ing_once_${i}`, 'ten_x']));
+    await cache.get(once);
+    expect(cache.size).toBe(1100);
+    now += 2000;
+    const s = await setup();
+    expect(await ids(cache, s.ingesterId, s.tenantId)).toEqual([s.flowId]);
+    expect(cache.size).toBe(1);
+  });
+
   it('marks an empty filter as match-all and reports an invalid one', async () => {
     const { tenantId } = await seedTenant(db.pool);
     const ingesterId = await insertIngester(db.pool, tenantId);

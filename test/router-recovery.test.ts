@@ -1,6 +1,8 @@
 import { Client } from 'pg';
-import type { JobData } from '@hookline/queues';
-import { waitFor, type TestDatabase } from '@hookline/testing';
+import { loadConfig } from '@hookline/config';
+import { routerEnv } from '../services/router/src/config';
+import { createProducer, createRedis, type JobData } from '@hookline/queues';
+import { freePort, waitFor, type TestDatabase } from '@hookline/testing';
 import { RECOVERY_LOCK, recoverEvents, startRecoverySweeper, type RecoverDeps } from '../services/router/src/recover-events';
 import { insertDestination, insertEvent, insertFlow, insertIngester, openRouterTest, type RouterTestContext } from './router-fixtures';
 
@@ -66,6 +68,25 @@ describe('recoverEvents', () => {
     }
   });
 
+  it('a sweep while Redis is unreachable fails instead of hanging with the lock held, and the next one enqueues', async () => {
+    const stale = await insertEvent(db.pool, { tenantId, ingesterId, ageMs: 60_000 });
+    const deadRedis = createRedis(`redis://127.0.0.1:${await freePort()}`, 'producer');
+    const dead = createProducer(deadRedis, t.prefix, { readyTimeoutMs: 100 });
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const hung = new Promise<'hung'>((r) => (timer = setTimeout(() => r('hung'), 15_000)));
+      const sweep = recoverEvents({ ...deps, producer: dead }, { olderThanMs: 30_000, limit: 10 }).then(() => 'enqueued', (err: Error) => err.message);
+      expect(await Promise.race([sweep, hung])).toContain('Redis is not connected');
+    } finally {
+      clearTimeout(timer);
+      await dead.close();
+      deadRedis.disconnect();
+    }
+    // The transaction (and its advisory lock) ended with the failure.
+    expect(await recoverEvents(deps, { olderThanMs: 30_000, limit: 10 })).toMatchObject({ locked: true, eventIds: [stale] });
+    expect(await routeJobs()).toEqual([{ v: 1, eventIds: [stale] }]);
+  });
+
   it('the sweeper runs on its interval and stops', async () => {
     const stale = await insertEvent(db.pool, { tenantId, ingesterId, ageMs: 60_000 });
     const sweeper = startRecoverySweeper(deps, { intervalMs: 20, olderThanMs: 30_000, limit: 10 });
@@ -75,5 +96,14 @@ describe('recoverEvents', () => {
       await sweeper.stop();
     }
     expect(await routeJobs()).toEqual([{ v: 1, eventIds: [stale] }]);
+  });
+});
+
+describe('recovery settings', () => {
+  it('refuses, by name, timings past what a timer or the sweep query can hold', () => {
+    // setTimeout fires at once past 2^31-1 ms (a sweep every millisecond); the query takes an int.
+    expect(() => loadConfig(routerEnv, { RECOVERY_INTERVAL_MS: '3000000000' })).toThrow(/RECOVERY_INTERVAL_MS must be <= 2147483647/);
+    expect(() => loadConfig(routerEnv, { RECOVERY_AFTER_MS: '2147483648' })).toThrow(/RECOVERY_AFTER_MS must be <= 2147483647/);
+    expect(loadConfig(routerEnv, { RECOVERY_INTERVAL_MS: '60000', RECOVERY_AFTER_MS: '600000' })).toMatchObject({ RECOVERY_INTERVAL_MS: 60000, RECOVERY_AFTER_MS: 600000 });
   });
 });

@@ -159,6 +159,8 @@ describe('routeEvents filters', () => {
     ['match $or', { match: { $or: [{ type: 'x' }, { 'source.provider': 'stripe' }] } }, true],
     ['match $not', { match: { $not: { 'headers.x-test': 'yes' } } }, false],
     ['match header and query', { match: { 'headers.x-test': 'yes', 'query.env': 'prod' } }, true],
+    ['match header named in any case', { match: { 'headers.X-Test': 'yes' } }, true],
+    ['jsonpath header named in any case', { jsonpath: "$.headers['X-Test']" }, true],
     ['jsonpath filter', { jsonpath: '$.body.data.object[?(@.amount > 1000)]' }, true],
     ['jsonpath filter rejects', { jsonpath: "$.body.data.object.lines[?(@.sku == 'enterprise')]" }, false],
     ['jsonpath header', { jsonpath: "$.headers['x-test']" }, true],

@@ -1,9 +1,19 @@
 import type { ConfigOf, EnvSchema } from './load-config';
 
+/** The longest delay setTimeout takes: a longer one fires after 1 ms (bounds timer variables). */
+export const MAX_TIMER_MS = 2_147_483_647;
+
 /** Variables every service reads. Each service extends this with its own. */
 export const baseEnv = {
-  DATABASE_URL: { type: 'string', default: 'postgresql://postgres@127.0.0.1:5432/test', description: 'PostgreSQL URL; ?schema=name selects a schema' },
-  REDIS_URL: { type: 'string', default: 'redis://127.0.0.1:6379', description: 'Redis URL for BullMQ' },
+  DATABASE_URL: {
+    type: 'string',
+    default: 'postgresql://postgres@127.0.0.1:5432/test',
+    // A URL (a bare host or a typo failed later as "Invalid URL"), and a schema name that is
+    // one identifier: it is written into CREATE SCHEMA and the search_path.
+    pattern: '^(?![^#]*[?&]schema=[^&#]*[^A-Za-z0-9_&#])postgres(ql)?://\\S+$',
+    description: 'a postgresql:// URL; ?schema=name (letters, digits, _) selects a schema',
+  },
+  REDIS_URL: { type: 'string', default: 'redis://127.0.0.1:6379', pattern: '^rediss?://\\S+$', description: 'a redis:// or rediss:// URL (Redis for BullMQ)' },
   REDIS_CLUSTER_NODES: {
     type: 'string',
     default: '',
@@ -19,7 +29,7 @@ export const baseEnv = {
     minLength: 16,
     description: 'Key that encrypts signing secrets at rest (set a random 32+ char value in production)',
   },
-  SHUTDOWN_TIMEOUT_MS: { type: 'integer', default: 10000, minimum: 0 },
+  SHUTDOWN_TIMEOUT_MS: { type: 'integer', default: 10000, minimum: 0, maximum: 3_600_000, description: 'graceful drain deadline on SIGTERM (at most an hour)' },
 } as const satisfies EnvSchema;
 
 export type BaseConfig = ConfigOf<typeof baseEnv>;

@@ -1,2 +1,2 @@
 export { loadConfig, ConfigError, type EnvSchema, type ConfigOf } from './load-config';
-export { baseEnv, type BaseConfig } from './base-env';
+export { baseEnv, MAX_TIMER_MS, type BaseConfig } from './base-env';

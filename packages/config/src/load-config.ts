@@ -1,4 +1,4 @@
-import Ajv from 'ajv';
+import Ajv, { type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 
 /** One environment variable: its type, default and optional bounds. */
@@ -25,12 +25,49 @@ export class ConfigError extends Error {
   }
 }
 
-const ajv = new Ajv({ allErrors: true, coerceTypes: true, useDefaults: true });
+// Numbers and booleans are parsed here, strictly; ajv only checks bounds, enums and patterns.
+// (ajv's own coercion reads " " as 0 and accepts "0x10", "0b1" and "1e3" as integers.)
+const ajv = new Ajv({ allErrors: true, useDefaults: true });
 addFormats(ajv);
 
+const INTEGER = /^[+-]?\d+$/;
+const NUMBER = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
+const BOOLEANS: Record<string, boolean> = { true: true, false: false, '1': true, '0': false, yes: true, no: false, on: true, off: false };
+
+/** The typed value of one variable, or the reason it has none. */
+function parse(v: EnvVar, raw: string): { value: unknown } | { problem: string } {
+  const text = raw.trim();
+  switch (v.type) {
+    case 'integer': {
+      const n = Number(text);
+      return INTEGER.test(text) && Number.isSafeInteger(n) ? { value: n } : { problem: 'must be a whole number in decimal digits' };
+    }
+    case 'number': {
+      const n = Number(text);
+      return NUMBER.test(text) && Number.isFinite(n) ? { value: n } : { problem: 'must be a decimal number' };
+    }
+    case 'boolean': {
+      const b = BOOLEANS[text.toLowerCase()];
+      return b === undefined ? { problem: 'must be true or false (also 1/0, yes/no, on/off)' } : { value: b };
+    }
+    default:
+      return { value: raw };
+  }
+}
+
+function describe(e: ErrorObject, schema: EnvSchema): { name: string; message: string } {
+  const name = e.instancePath ? e.instancePath.slice(1) : String(e.params['missingProperty'] ?? '');
+  const v = schema[name];
+  const message = e.message ?? 'is invalid';
+  if (e.keyword === 'enum' && v?.type === 'string' && v.enum) return { name, message: `${message}: ${v.enum.join(', ')}` };
+  if (e.keyword === 'pattern' && v?.description) return { name, message: `${message} (${v.description})` };
+  return { name, message };
+}
+
 /**
- * Reads the variables named in `schema` from `env` once, applies defaults, coerces
- * numbers and booleans, and throws a ConfigError naming every bad variable.
+ * Reads the variables named in `schema` from `env` once, applies defaults, parses numbers
+ * and booleans, and throws a ConfigError naming every bad variable. An empty value counts
+ * as unset.
  */
 export function loadConfig<S extends EnvSchema>(schema: S, env: NodeJS.ProcessEnv = process.env): ConfigOf<S> {
   const required = Object.entries(schema)
@@ -39,16 +76,20 @@ export function loadConfig<S extends EnvSchema>(schema: S, env: NodeJS.ProcessEn
   const jsonSchema = { type: 'object', properties: schema, required, additionalProperties: true };
   const validate = ajv.compile(jsonSchema);
   const values: Record<string, unknown> = {};
-  for (const key of Object.keys(schema)) {
+  const problems: string[] = [];
+  const got = (name: string): string => (env[name] !== undefined ? ` (got "${env[name]}")` : '');
+  for (const [key, v] of Object.entries(schema)) {
     const raw = env[key];
-    if (raw !== undefined && raw !== '') values[key] = raw;
+    if (raw === undefined || raw === '') continue;
+    const parsed = parse(v, raw);
+    if ('value' in parsed) values[key] = parsed.value;
+    else problems.push(`${key} ${parsed.problem}${got(key)}`);
   }
-  if (!validate(values)) {
-    const problems = (validate.errors ?? []).map((e) => {
-      const name = e.instancePath ? e.instancePath.slice(1) : String(e.params['missingProperty'] ?? '');
-      const given = env[name];
-      return `${name} ${e.message ?? 'is invalid'}${given !== undefined ? ` (got "${given}")` : ''}`;
-    });
+  if (!validate(values) || problems.length > 0) {
+    for (const e of validate.errors ?? []) {
+      const { name, message } = describe(e, schema);
+      if (!problems.some((p) => p.startsWith(`${name} `))) problems.push(`${name} ${message}${got(name)}`);
+    }
     throw new ConfigError(problems);
   }
   return values as ConfigOf<S>;

@@ -20,6 +20,22 @@ const BOOKKEEPING = `CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
 )`;
 
 /**
+ * CREATE SCHEMA IF NOT EXISTS, once more when someone outside the lock (another tool, a
+ * person) created it at the same moment: the loser of that race gets a unique violation
+ * (23505) or duplicate_schema (42P06), and the schema exists by then.
+ */
+async function createSchema(client: Client, schema: string): Promise<void> {
+  const create = (): Promise<unknown> => client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+  try {
+    await create();
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (code !== '23505' && code !== '42P06') throw err;
+    await create();
+  }
+}
+
+/**
  * Applies pending folders of prisma/migrations in name order, each in one transaction,
  * under an advisory lock so that replicas starting together do not race.
  * Returns the names applied.
@@ -29,9 +45,11 @@ export async function migrate(url: string, dir = MIGRATIONS_DIR, log: (m: string
   const client = new Client({ connectionString });
   await client.connect();
   try {
-    await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-    await client.query(`SET search_path TO "${schema}"`);
+    // The lock first: migrators starting together on an empty schema would otherwise race
+    // in CREATE SCHEMA IF NOT EXISTS, and the loser fails on pg_namespace's unique index.
     await client.query('SELECT pg_advisory_lock(hashtext($1))', [`hookline-migrate:${schema}`]);
+    await createSchema(client, schema);
+    await client.query(`SET search_path TO "${schema}"`);
     await client.query(BOOKKEEPING);
     const done = new Set(
       (await client.query<{ migration_name: string }>('SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL')).rows.map((r) => r.migration_name),

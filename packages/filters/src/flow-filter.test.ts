@@ -59,6 +59,27 @@ describe('matchesFilter', () => {
     expect(compileFilter({ jsonpath: [heavy, heavy] }).matches(big)).toBe(false);
   });
 
+  it('matches header names whatever their case, as HTTP does (the document holds them in lower case)', () => {
+    const gh = buildFilterDocument({ type: 'push', ingesterId: 'ing_9', provider: 'github', headers: { 'X-GitHub-Event': 'push', 'X-Env': 'prod' }, query: null, contentType: null, body: null });
+    for (const filter of [
+      { match: { 'headers.X-GitHub-Event': 'push' } },
+      { match: { headers: { 'X-GitHub-Event': 'push', 'x-env': 'prod' } } },
+      { match: { $or: [{ 'headers.X-Nope': 'x' }, { 'headers.X-Env': { $in: ['prod', 'staging'] } }] } },
+      { match: { 'headers.X-Signature': { $exists: false }, $not: { 'headers.X-GitHub-Event': 'pull_request' } } },
+      { jsonpath: "$.headers['X-GitHub-Event']" },
+      { jsonpath: '$.headers.X-GitHub-Event' },
+      { jsonpath: "$[?($.headers['X-Env'] == 'prod')]" },
+    ] satisfies FlowFilter[]) {
+      expect([filter, matchesFilter(filter, gh)]).toEqual([filter, true]);
+    }
+    expect(matchesFilter({ match: { 'headers.X-GitHub-Event': { $exists: false } } }, gh)).toBe(false);
+    expect(matchesFilter({ match: { 'headers.X-GitHub-Event': 'PUSH' } }, gh)).toBe(false); // values keep their case
+    // Only header names: body fields and the names of other parts stay case-sensitive.
+    expect(matchesFilter({ match: { 'body.Ref': 'x' } }, { ...gh, body: { ref: 'x' } })).toBe(false);
+    expect(matchesFilter({ jsonpath: '$.body.Ref' }, { ...gh, body: { ref: 'x' } })).toBe(false);
+    expect(matchesFilter({ match: { body: { headers: { 'X-A': 1 } } } }, { ...gh, body: { headers: { 'x-a': 1 } } })).toBe(false);
+  });
+
   it('works on a document built from raw bytes', () => {
     const built = buildFilterDocument({
       type: 'push',

@@ -65,7 +65,7 @@ function compilePaths(value: unknown, field: string, errors: FieldError[]): Comp
     const at = typeof value === 'string' ? field : `${field}[${i}]`;
     if (typeof src !== 'string') return errors.push({ field: at, message: 'must be a string' });
     try {
-      out.push(compileJsonPath(src));
+      out.push(compileJsonPath(src, { filterDocument: true }));
     } catch (err) {
       if (!(err instanceof JsonPathSyntaxError)) throw err;
       errors.push({ field: at, message: err.message });

@@ -19,8 +19,16 @@ export async function publishConfigChange(redis: Redis, prefix: string, change: 
   await redis.publish(configChannel(prefix), JSON.stringify(change)).catch(() => undefined);
 }
 
-/** Subscribes on a dedicated connection (a subscribed connection can do nothing else). */
-export async function onConfigChange(subscriber: Redis, prefix: string, handler: (change: ConfigChange) => void): Promise<void> {
+/**
+ * Subscribes on a dedicated connection (a subscribed connection can do nothing else).
+ * Messages published while the connection was down are lost: `onReconnect` runs each time
+ * it is back (ioredis subscribes again by itself), so that a cache can drop everything.
+ */
+export async function onConfigChange(subscriber: Redis, prefix: string, handler: (change: ConfigChange) => void, onReconnect?: () => void): Promise<void> {
+  let subscribed = false;
+  subscriber.on('ready', () => {
+    if (subscribed) onReconnect?.();
+  });
   subscriber.on('message', (channel: string, message: string) => {
     if (channel !== configChannel(prefix)) return;
     try {
@@ -30,4 +38,5 @@ export async function onConfigChange(subscriber: Redis, prefix: string, handler:
     }
   });
   await subscriber.subscribe(configChannel(prefix));
+  subscribed = true;
 }

@@ -1,7 +1,7 @@
 export { QUEUES, POOL_NAME, poolQueueName, deliverQueueName, type QueueName, type JobData } from './catalog';
 export { POOL_PATTERNS, parseDedicatedPools, parseDeliverQueues, deliverQueueOf } from './pools';
-export { createRedis, redisReady, parseClusterNodes, isClusterClient, type Redis } from './redis';
-export { createProducer, type Producer } from './producer';
+export { createRedis, redisReady, parseClusterNodes, isClusterClient, assertClusterPrefix, type Redis } from './redis';
+export { createProducer, type Producer, type ProducerOptions } from './producer';
 export { createWorker, type WorkerHandle } from './worker';
 export { queueDepths } from './depths';
 export { publishConfigChange, onConfigChange, configChannel, type ConfigChange } from './config-events';

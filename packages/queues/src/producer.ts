@@ -1,15 +1,25 @@
 import { Queue } from 'bullmq';
 import { poolQueueName, QUEUES, type JobData, type QueueName } from './catalog';
-import type { Redis } from './redis';
+import { assertClusterPrefix, redisReady, type Redis } from './redis';
 
 export interface Producer {
-  /** `pool` sends the job to that pool's queue (`deliver.<pool>`, see catalog.ts) instead of the default one. */
+  /**
+   * `pool` sends the job to that pool's queue (`deliver.<pool>`, see catalog.ts) instead of
+   * the default one. Rejects when Redis is not connected within `readyTimeoutMs`.
+   */
   add<Q extends QueueName>(queue: Q, data: JobData[Q], opts?: { delayMs?: number; jobId?: string; pool?: string | null }): Promise<void>;
   queue(name: QueueName, pool?: string | null): Queue;
   close(): Promise<void>;
 }
 
-export function createProducer(connection: Redis, prefix: string): Producer {
+export interface ProducerOptions {
+  /** How long `add` waits for a connection that is not up (yet) before it rejects. */
+  readyTimeoutMs?: number;
+}
+
+export function createProducer(connection: Redis, prefix: string, opts: ProducerOptions = {}): Producer {
+  assertClusterPrefix(connection, prefix);
+  const readyTimeoutMs = opts.readyTimeoutMs ?? 2000;
   const queues = new Map<string, Queue>();
   const queue = (name: QueueName, pool?: string | null): Queue => {
     const full = poolQueueName(name, pool);
@@ -22,8 +32,14 @@ export function createProducer(connection: Redis, prefix: string): Producer {
     return q;
   };
   return {
-    async add(name, data, opts = {}) {
-      await queue(name, opts.pool).add(name, data, { delay: opts.delayMs, jobId: opts.jobId });
+    async add(name, data, o = {}) {
+      // BullMQ waits for a connection without limit (a queue's first use waits for 'ready',
+      // whether Redis never answered or is down now); a producer fails fast instead, so that
+      // its caller can answer or leave the work to a recovery sweep.
+      if (connection.status !== 'ready' && !(await redisReady(connection, readyTimeoutMs))) {
+        throw new Error(`Redis is not connected (${connection.status}); ${poolQueueName(name, o.pool)} job not added`);
+      }
+      await queue(name, o.pool).add(name, data, { delay: o.delayMs, jobId: o.jobId });
     },
     queue,
     async close() {

@@ -55,6 +55,17 @@ export function createRedis(url: string, role: 'worker' | 'producer', clusterNod
   return redis;
 }
 
+/**
+ * On Redis Cluster every key of a queue must hash to one slot, which only a `{…}` hash tag
+ * in the prefix guarantees; without one every BullMQ script fails with CROSSSLOT. Checked
+ * when a producer or worker is made, so that a bad pair of variables stops the boot.
+ */
+export function assertClusterPrefix(redis: Redis, prefix: string): void {
+  if (isClusterClient(redis) && !/\{[^{}]+\}/.test(prefix)) {
+    throw new Error(`QUEUE_PREFIX "${prefix}" has no {hash tag}, which Redis Cluster (REDIS_CLUSTER_NODES) needs: use e.g. "{hookline}"`);
+  }
+}
+
 /** True for a client createRedis made from REDIS_CLUSTER_NODES. */
 export function isClusterClient(redis: Redis): boolean {
   return (redis as unknown) instanceof Cluster;

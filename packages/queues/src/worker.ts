@@ -1,6 +1,6 @@
 import { Worker, type Job } from 'bullmq';
 import { poolQueueName, type JobData, type QueueName } from './catalog';
-import type { Redis } from './redis';
+import { assertClusterPrefix, type Redis } from './redis';
 
 export interface WorkerHandle {
   worker: Worker;
@@ -24,6 +24,7 @@ export function createWorker<Q extends QueueName>(
   onError: (err: Error) => void,
   opts: { pool?: string | null } = {},
 ): WorkerHandle {
+  assertClusterPrefix(connection, prefix);
   const active = new Map<Job, string | undefined>();
   const run = async (job: Job, token?: string): Promise<void> => {
     active.set(job, token);

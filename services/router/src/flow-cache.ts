@@ -32,6 +32,9 @@ const LOAD_FLOWS = `SELECT f.id, f.tenant_id, f.ingester_id, f.destination_id, f
   WHERE f.ingester_id = ANY($1::text[]) AND f.state = 'ACTIVE' AND d.state = 'ACTIVE'
   ORDER BY f.id`;
 
+// Below this many entries expired ones are left to be replaced when seen again.
+const MIN_PRUNE_SIZE = 1024;
+
 /**
  * Active flows per ingester, with compiled filters, cached for `ttlMs`. A config-change
  * message drops the entries it may affect; a load that raced with one is used once but
@@ -40,6 +43,8 @@ const LOAD_FLOWS = `SELECT f.id, f.tenant_id, f.ingester_id, f.destination_id, f
 export class FlowCache {
   private readonly entries = new Map<string, Entry>();
   private generation = 0;
+  /** When expired entries are dropped next (an ingester seen once must not stay for ever). */
+  private nextPruneAt = 0;
 
   constructor(
     private readonly pool: Pool,
@@ -69,7 +74,20 @@ export class FlowCache {
       out.set(ingesterId, flows);
       if (keep) this.entries.set(ingesterId, { tenantId: tenantOf.get(ingesterId) ?? '', flows, expiresAt: this.now() + this.ttlMs });
     }
+    if (this.entries.size > MIN_PRUNE_SIZE && t >= this.nextPruneAt) this.prune();
     return out;
+  }
+
+  /** Entries held, live or expired. */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Drops expired entries, at most once per TTL: a walk of the map per few seconds, not per job. */
+  private prune(): void {
+    const t = this.now();
+    for (const [id, e] of this.entries) if (e.expiresAt <= t) this.entries.delete(id);
+    this.nextPruneAt = t + Math.max(this.ttlMs, 1000);
   }
 
   /** Drops what a configuration change may have made stale. */

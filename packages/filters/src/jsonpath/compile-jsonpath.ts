@@ -1,6 +1,7 @@
 import { Budget, BudgetExceededError } from '../budget';
 import type { PathQuery } from './ast';
 import { evaluateQuery } from './evaluate-jsonpath';
+import { lowerCaseHeaderNames } from './header-names';
 import { parseJsonPath } from './parse-jsonpath';
 
 export interface CompiledJsonPath {
@@ -12,9 +13,13 @@ export interface CompiledJsonPath {
   matches(doc: unknown, budget?: Budget): boolean;
 }
 
-/** Parses once (throws JsonPathSyntaxError with a position), evaluates many times. */
-export function compileJsonPath(source: string): CompiledJsonPath {
-  const ast = parseJsonPath(source);
+/**
+ * Parses once (throws JsonPathSyntaxError with a position), evaluates many times.
+ * `filterDocument`: the query runs against a FilterDocument, whose header names are lower case.
+ */
+export function compileJsonPath(source: string, opts: { filterDocument?: boolean } = {}): CompiledJsonPath {
+  const parsed = parseJsonPath(source);
+  const ast = opts.filterDocument ? lowerCaseHeaderNames(parsed) : parsed;
   return {
     source,
     ast,

@@ -10,6 +10,9 @@ export type TreePredicate = Predicate<unknown>;
 
 const NEVER = (): boolean => false;
 
+/** Where a tree sits: the document itself, its `headers` object, or anything else. */
+type Scope = 'root' | 'headers' | 'nested';
+
 /**
  * Validates and compiles a `match` operator tree in one pass, so that what the API
  * accepts is exactly what the router runs. Errors name the field (`filter.match.$or[1].body.amount.$gte`).
@@ -37,16 +40,17 @@ class MatchCompiler {
     return this.nodes <= LIMITS.maxTreeNodes;
   }
 
-  tree(node: unknown, field: string, depth: number): TreePredicate {
+  /** `scope`: where `node` sits in the document (header names are matched in lower case). */
+  tree(node: unknown, field: string, depth: number, scope: Scope = 'root'): TreePredicate {
     if (!this.visit(field, depth)) return NEVER;
     if (!isObject(node)) return this.error(field, 'must be an object of field conditions');
     const parts: TreePredicate[] = [];
     for (const [key, value] of Object.entries(node)) {
       const at = `${field}.${key}`;
       if (key === '$and' || key === '$or') {
-        const items = this.list(value, at, depth, (v, f) => this.tree(v, f, depth + 2));
+        const items = this.list(value, at, depth, (v, f) => this.tree(v, f, depth + 2, scope));
         parts.push(key === '$and' ? ops.all(items) : ops.some(items));
-      } else if (key === '$not') parts.push(ops.not(this.tree(value, at, depth + 1)));
+      } else if (key === '$not') parts.push(ops.not(this.tree(value, at, depth + 1, scope)));
       else if (key.startsWith('$')) {
         const hint = (ops.FIELD_OPERATORS as readonly string[]).includes(key) ? `'${key}' applies to a field, e.g. {"type": {"${key}": …}}` : `unknown operator '${key}'; use one of ${ops.TREE_OPERATORS.join(', ')} here`;
         this.error(at, hint);
@@ -56,7 +60,12 @@ class MatchCompiler {
           this.error(at, 'field path has an empty segment');
           continue;
         }
-        const cond = this.condition(value, at, depth + 1);
+        // HTTP header names are case-insensitive and the document has them in lower case,
+        // so `headers.X-GitHub-Event` means `headers.x-github-event`.
+        const header = scope === 'headers' ? 0 : scope === 'root' && segments[0] === 'headers' ? 1 : -1;
+        if (header >= 0 && segments[header] !== undefined) segments[header] = segments[header]!.toLowerCase();
+        const inner: Scope = scope === 'root' && key === 'headers' ? 'headers' : 'nested';
+        const cond = this.condition(value, at, depth + 1, inner);
         parts.push((ctx, budget) => cond(resolveField(ctx, segments, budget), budget));
       }
     }
@@ -70,8 +79,8 @@ class MatchCompiler {
     return value.map((v, i) => each(v, `${field}[${i}]`));
   }
 
-  /** What a field must satisfy: a plain value ($eq), an operator object, or a nested tree. */
-  condition(value: unknown, field: string, depth: number): FieldPredicate {
+  /** What a field must satisfy: a plain value ($eq), an operator object, or a nested tree (in `scope`). */
+  condition(value: unknown, field: string, depth: number, scope: Scope = 'nested'): FieldPredicate {
     if (!isObject(value)) {
       this.literal(value, field, depth);
       return ops.eq(value);
@@ -82,15 +91,15 @@ class MatchCompiler {
       // Hookdeck style: {"body": {"data": {"status": "paid"}}}; an array field matches
       // when one of its object elements does.
       if (!this.visit(field, depth)) return NEVER;
-      const sub = this.tree(value, field, depth + 1);
+      const sub = this.tree(value, field, depth + 1, scope);
       return (values, budget) => values.some((v) => (Array.isArray(v) ? v.some((el) => isObject(el) && sub(el, budget)) : isObject(v) && sub(v, budget)));
     }
     if (opKeys.length !== keys.length) return this.error(field, 'mixes operators ($…) with field names; nest the fields or use $and');
     if (!this.visit(field, depth)) return NEVER;
-    return ops.all(keys.map((op) => this.operator(op, value[op], `${field}.${op}`, depth + 1)));
+    return ops.all(keys.map((op) => this.operator(op, value[op], `${field}.${op}`, depth + 1, scope)));
   }
 
-  private operator(op: string, operand: unknown, field: string, depth: number): FieldPredicate {
+  private operator(op: string, operand: unknown, field: string, depth: number, scope: Scope): FieldPredicate {
     switch (op) {
       case '$eq':
       case '$neq':
@@ -116,10 +125,10 @@ class MatchCompiler {
         if (typeof operand !== 'string') return this.error(field, 'must be a string');
         return ops.affix(op, operand);
       case '$not':
-        return ops.not(this.condition(operand, field, depth));
+        return ops.not(this.condition(operand, field, depth, scope));
       case '$and':
       case '$or': {
-        const items = this.list(operand, field, depth, (v, f) => this.condition(v, f, depth + 2));
+        const items = this.list(operand, field, depth, (v, f) => this.condition(v, f, depth + 2, scope));
         return op === '$and' ? ops.all(items) : ops.some(items);
       }
       default:

@@ -1,0 +1,91 @@
+import { baseEnv } from './base-env';
+import { ConfigError, loadConfig, type EnvSchema } from './load-config';
+
+const schema = {
+  COUNT: { type: 'integer', default: 10, minimum: 1, maximum: 100 },
+  RATIO: { type: 'number', default: 1, minimum: 0, maximum: 1 },
+  FLAG: { type: 'boolean', default: false },
+  LEVEL: { type: 'string', default: 'info', enum: ['error', 'warn', 'info'] },
+  NEEDED: { type: 'string' },
+} as const satisfies EnvSchema;
+
+function problems(env: Record<string, string>): string[] {
+  try {
+    loadConfig(schema, { NEEDED: 'x', ...env });
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).problems;
+  }
+  return [];
+}
+
+describe('loadConfig', () => {
+  it('applies defaults, treats an empty value as unset, and parses numbers and booleans', () => {
+    expect(loadConfig(schema, { NEEDED: 'x', COUNT: '', FLAG: '' })).toEqual({ COUNT: 10, RATIO: 1, FLAG: false, LEVEL: 'info', NEEDED: 'x' });
+    expect(loadConfig(schema, { NEEDED: 'x', COUNT: ' 42 ', RATIO: '0.25', FLAG: 'true' })).toMatchObject({ COUNT: 42, RATIO: 0.25, FLAG: true });
+    expect(loadConfig(schema, { NEEDED: 'x', RATIO: '.5' }).RATIO).toBe(0.5);
+    expect(loadConfig(schema, { NEEDED: 'x', RATIO: '5e-1' }).RATIO).toBe(0.5);
+  });
+
+  it.each([
+    ['TRUE', true], ['True', true], ['1', true], ['yes', true], ['on', true],
+    ['false', false], ['FALSE', false], ['0', false], ['no', false], ['Off', false],
+  ])('reads the boolean %s as %s', (raw, expected) => {
+    expect(loadConfig(schema, { NEEDED: 'x', FLAG: raw }).FLAG).toBe(expected);
+  });
+
+  it.each([
+    // ajv's coercion read these as 0, 16, 5, 1000 and 2^53.
+    [' ', 'COUNT must be a whole number in decimal digits (got " ")'],
+    ['0x10', 'COUNT must be a whole number in decimal digits (got "0x10")'],
+    ['0b101', 'COUNT must be a whole number in decimal digits (got "0b101")'],
+    ['1e3', 'COUNT must be a whole number in decimal digits (got "1e3")'],
+    ['12.5', 'COUNT must be a whole number in decimal digits (got "12.5")'],
+    ['9007199254740993', 'COUNT must be a whole number in decimal digits (got "9007199254740993")'],
+    ['10s', 'COUNT must be a whole number in decimal digits (got "10s")'],
+    ['0', 'COUNT must be >= 1 (got "0")'],
+  ])('rejects the integer %j, naming the variable', (raw, message) => {
+    expect(problems({ COUNT: raw })).toEqual([message]);
+  });
+
+  it('rejects numbers and booleans it cannot read, and names every bad variable at once', () => {
+    expect(problems({ RATIO: ' ', FLAG: 'maybe', LEVEL: 'INFO' })).toEqual([
+      'RATIO must be a decimal number (got " ")',
+      'FLAG must be true or false (also 1/0, yes/no, on/off) (got "maybe")',
+      'LEVEL must be equal to one of the allowed values: error, warn, info (got "INFO")',
+    ]);
+    expect(problems({ RATIO: '0x1' })).toEqual(['RATIO must be a decimal number (got "0x1")']);
+    expect(problems({ RATIO: 'Infinity' })).toEqual(['RATIO must be a decimal number (got "Infinity")']);
+    expect(problems({ RATIO: '2' })).toEqual(['RATIO must be <= 1 (got "2")']);
+  });
+
+  it('bounds the shutdown deadline (a timer past 2^31-1 ms would fire at once)', () => {
+    expect(() => loadConfig(baseEnv, { SHUTDOWN_TIMEOUT_MS: '3000000000' })).toThrow('SHUTDOWN_TIMEOUT_MS must be <= 3600000 (got "3000000000")');
+    expect(loadConfig(baseEnv, { SHUTDOWN_TIMEOUT_MS: '25000' }).SHUTDOWN_TIMEOUT_MS).toBe(25000);
+  });
+
+  it('names a missing required variable', () => {
+    expect(() => loadConfig(schema, {})).toThrow("invalid configuration: NEEDED must have required property 'NEEDED'");
+  });
+
+  it('checks that DATABASE_URL and REDIS_URL are URLs of the right kind, and the schema name', () => {
+    const base = { DATABASE_URL: baseEnv.DATABASE_URL, REDIS_URL: baseEnv.REDIS_URL };
+    const ok = (env: Record<string, string>): boolean => {
+      try {
+        loadConfig(base, env);
+        return true;
+      } catch (err) {
+        expect((err as Error).message).toMatch(/^invalid configuration: (DATABASE_URL|REDIS_URL) must match/);
+        return false;
+      }
+    };
+    for (const url of ['postgresql://postgres@127.0.0.1:5432/test', 'postgres://u:p%40ss@db:5432/hookline?sslmode=require', 'postgresql://h/db?schema=hl_router_1a2b&sslmode=disable', 'postgresql:///db?host=/var/run/postgresql']) {
+      expect(ok({ DATABASE_URL: url })).toBe(true);
+    }
+    for (const url of ['localhost:5432/test', 'foo', 'postgresql//localhost/x', 'mysql://h/db', 'postgresql://h/db?schema=a"b', 'postgresql://h/db?schema=a%22b', 'postgresql://h/db?sslmode=disable&schema=x-y']) {
+      expect(ok({ DATABASE_URL: url })).toBe(false);
+    }
+    for (const url of ['redis://127.0.0.1:6379', 'rediss://:secret@cache.example:6380/2']) expect(ok({ REDIS_URL: url })).toBe(true);
+    for (const url of ['127.0.0.1:6379', 'http://127.0.0.1:6379', 'redis://']) expect(ok({ REDIS_URL: url })).toBe(false);
+  });
+});
