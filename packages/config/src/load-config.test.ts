@@ -64,6 +64,20 @@ describe('loadConfig', () => {
     expect(loadConfig(baseEnv, { SHUTDOWN_TIMEOUT_MS: '25000' }).SHUTDOWN_TIMEOUT_MS).toBe(25000);
   });
 
+  it('never quotes a bad string value, which may be a secret or a URL with a password', () => {
+    const secretSchema = { SECRET_KEY: { type: 'string', minLength: 32 }, DATABASE_URL: baseEnv.DATABASE_URL } as const satisfies EnvSchema;
+    let message = '';
+    try {
+      loadConfig(secretSchema, { SECRET_KEY: 'short-but-secret', DATABASE_URL: 'mysql://app:hunter2@db/x' });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/SECRET_KEY must NOT have fewer than 32 characters/);
+    expect(message).toMatch(/DATABASE_URL must match/);
+    expect(message).not.toContain('short-but-secret');
+    expect(message).not.toContain('hunter2');
+  });
+
   it('names a missing required variable', () => {
     expect(() => loadConfig(schema, {})).toThrow("invalid configuration: NEEDED must have required property 'NEEDED'");
   });

@@ -77,7 +77,10 @@ export function loadConfig<S extends EnvSchema>(schema: S, env: NodeJS.ProcessEn
   const validate = ajv.compile(jsonSchema);
   const values: Record<string, unknown> = {};
   const problems: string[] = [];
-  const got = (name: string): string => (env[name] !== undefined ? ` (got "${env[name]}")` : '');
+  // A bad value is quoted only where it cannot be a secret (numbers, booleans, enumerations):
+  // a string may be a key, a token or a URL with a password, and this message is logged.
+  const quotable = (name: string): boolean => schema[name] !== undefined && (schema[name]!.type !== 'string' || schema[name]!.enum !== undefined);
+  const got = (name: string): string => (env[name] !== undefined && quotable(name) ? ` (got "${env[name]}")` : '');
   for (const [key, v] of Object.entries(schema)) {
     const raw = env[key];
     if (raw === undefined || raw === '') continue;
