@@ -99,3 +99,31 @@ test('a deliverer whose requests outlast the drain deadline gives its deliveries
   const { rows } = await stack.db.pool.query<{ status: string }>('SELECT status FROM deliveries WHERE id = ANY($1::text[])', [ids]);
   expect(rows.map((r) => r.status)).toEqual(ids.map(() => 'delivered'));
 });
+
+test('a second signal while the deliverer drains exits at once with 1; what it held is recovered and delivered by the next one', async () => {
+  const load = startLoad(hookUrl(), 2, 50);
+  let code: number | null;
+  let output: string;
+  try {
+    // A long drain deadline: only the second signal can end this drain early. Short claims,
+    // so that what the killed process held is recovered within the test.
+    await restart('deliverer', { SHUTDOWN_TIMEOUT_MS: '60000', DELIVERY_LEASE_MS: '4000' });
+    slowUntil.at = Date.now() + 60_000;
+    const slowFrom = rx.requests.length;
+    await waitFor(() => rx.requests.length >= slowFrom + 3, { what: 'slow requests in flight' });
+    const svc = stack.services.deliverer!;
+    svc.child.kill('SIGTERM');
+    await waitFor(() => svc.output().includes('"message":"shutting down"'), { what: 'the deliverer to start draining' });
+    code = await svc.stop('SIGINT');
+    output = svc.output();
+    slowUntil.at = 0;
+    await stack.start('deliverer');
+    await sleep(500);
+  } finally {
+    slowUntil.at = 0;
+    await load.stop();
+  }
+  expect(code).toBe(1);
+  expect(output).toContain('second signal while draining; exiting now');
+  await allDelivered(load.acknowledged);
+});

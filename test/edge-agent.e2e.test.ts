@@ -2,7 +2,7 @@
 // each its own process on loopback. Events enter through ingest; deliveries of a cluster
 // destination reach the local "private" receiver only through an agent.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { connect, createServer, type Socket } from 'node:net';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { freePort, seedTenant, startReceiver, waitFor, type Receiver, type SeededTenant } from '@hookline/testing';
 import { apiClient, createStack, postEvent, type Stack } from './support/stack';
@@ -49,7 +49,7 @@ async function plane(destinationConfig: Record<string, unknown> = {}): Promise<P
   return { clusterId: cls.body.id, key: cls.body.hmac_key, hookUrl: ing.hook_url, destinationId: dst.id, signingSecret: dst.signing_secret!, rx };
 }
 
-async function agentFor(p: Plane, env: Record<string, string> = {}, opts: { ready?: boolean } = {}): Promise<AgentProcess> {
+async function agentFor(p: Plane, env: Record<string, string> = {}, opts: { ready?: boolean; clockSkewMs?: number } = {}): Promise<AgentProcess> {
   const a = await startAgent({ HOOKLINE_URL: stack.services.api!.url, CLUSTER_ID: p.clusterId, CLUSTER_KEY: p.key, ...env }, opts);
   agents.push(a);
   return a;
@@ -229,4 +229,105 @@ test('SIGTERM: the agent stops pulling, finishes and reports what it holds, then
   await waitFor(() => p.rx.requests.length === 1, { what: 'the agent to start sending' });
   expect(await a.stop('SIGTERM')).toBe(0);
   expect(await deliveryRow(stack.db.pool, deliveryId)).toMatchObject({ status: 'delivered', attempt_count: 1 });
+});
+
+test('an agent whose clock is 20 minutes ahead signs on the service\'s time and reads its leases on it: it connects and delivers', async () => {
+  // Outside the 300 s signature window, and far past every lease by its own clock.
+  const p = await plane();
+  const a = await agentFor(p, {}, { clockSkewMs: 20 * 60_000 });
+  const { deliveryId } = await send(p, Buffer.from('{"id":"evt_skew","type":"x"}'));
+  await waitFor(async () => (await deliveryRow(stack.db.pool, deliveryId)).status === 'delivered', { what: 'the skewed agent to deliver' });
+  expect(p.rx.requests).toHaveLength(1);
+  expect(await attemptsOf(stack.db.pool, deliveryId)).toEqual([{ number: 1, status_code: 200, error_kind: null, via: 'edge', response_body: 'ok' }]);
+  expect(a.output()).not.toContain('lease over');
+});
+
+test('a target answering a status the service cannot record (999) is reported as a failed attempt, not dropped and sent for ever', async () => {
+  const p = await plane();
+  p.rx.setBehaviour(() => ({ status: 999, body: 'odd' }));
+  await agentFor(p);
+  const { deliveryId } = await send(p, Buffer.from('{"id":"evt_999","type":"x"}'));
+  await waitFor(async () => (await attemptsOf(stack.db.pool, deliveryId)).length > 0, { what: 'the attempt to be recorded' });
+  expect((await attemptsOf(stack.db.pool, deliveryId))[0]).toEqual({ number: 1, status_code: null, error_kind: 'connect', via: 'edge', response_body: null });
+});
+
+test('a bad configuration stops the agent with a message naming the variable, never quoting the cluster key', async () => {
+  const p = await plane();
+  const a = await agentFor(p, { CLUSTER_KEY: 'hkc_s3cr3t', HOOKLINE_URL: 'hookline.internal:8080' }, { ready: false });
+  expect(await new Promise((r) => a.child.once('exit', r))).toBe(1);
+  expect(a.output()).toMatch(/hookline-edge: invalid configuration: .*CLUSTER_KEY is too short.*HOOKLINE_URL must be an http\(s\) URL/);
+  expect(a.output()).not.toContain('s3cr3t');
+});
+
+describe('shutdown with a delivery that outlasts it', () => {
+  // The target takes 20 s (within the destination's 30 s timeout).
+  let p: Plane;
+  beforeAll(async () => {
+    p = await plane({ timeout_ms: 30_000 });
+    p.rx.setBehaviour(() => ({ status: 200, body: 'ok', delayMs: 20_000 }));
+  });
+
+  test('SIGTERM: the agent, full and in the middle of a long wait, exits 0 at its deadline, leaving the lease to expire', async () => {
+    const a = await agentFor(p, { EDGE_MAX_IN_FLIGHT: '1', EDGE_POLL_WAIT_SECONDS: '60', SHUTDOWN_TIMEOUT_MS: '1000' });
+    const from = p.rx.requests.length;
+    await send(p, Buffer.from('{"id":"evt_deadline","type":"x"}'));
+    await waitFor(() => p.rx.requests.length > from, { what: 'the agent to start sending' });
+    expect(await a.stop('SIGTERM')).toBe(0);
+    expect(a.output()).toContain('exiting with deliveries unreported; their leases will expire');
+  });
+
+  test('a second signal while draining exits at once, with 1', async () => {
+    const a = await agentFor(p, { LOG_LEVEL: 'info', SHUTDOWN_TIMEOUT_MS: '60000' });
+    const from = p.rx.requests.length;
+    await send(p, Buffer.from('{"id":"evt_second_signal","type":"x"}'));
+    await waitFor(() => p.rx.requests.length > from, { what: 'the agent to start sending' });
+    a.child.kill('SIGTERM');
+    await waitFor(() => a.output().includes('"message":"shutting down"'), { what: 'the agent to start draining' });
+    expect(await a.stop('SIGINT')).toBe(1);
+    expect(a.output()).toContain('second signal while draining; exiting now');
+  });
+});
+
+test('a report whose answer is lost is sent again; the service took the first, so the repeat changes nothing: one attempt', async () => {
+  const p = await plane();
+  // A relay to the api that lets the first report through and then cuts the connection
+  // before its answer reaches the agent.
+  const apiPort = stack.services.api!.port;
+  const sockets = new Set<Socket>();
+  let cut = false;
+  const relay = createServer((c) => {
+    const up = connect(apiPort, '127.0.0.1');
+    sockets.add(c).add(up);
+    let reportOut = false;
+    c.on('data', (d: Buffer) => {
+      if (!cut && d.toString('latin1').includes('/reports HTTP/1.1')) reportOut = true;
+      up.write(d);
+    });
+    up.on('data', (d: Buffer) => {
+      if (reportOut && !cut) {
+        cut = true;
+        c.destroy();
+        up.destroy();
+        return;
+      }
+      c.write(d);
+    });
+    c.on('error', () => up.destroy());
+    up.on('error', () => c.destroy());
+    c.on('close', () => up.destroy());
+    up.on('close', () => c.destroy());
+  });
+  await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+  try {
+    const a = await agentFor(p, { HOOKLINE_URL: `http://127.0.0.1:${(relay.address() as AddressInfo).port}` });
+    const { deliveryId } = await send(p, Buffer.from('{"id":"evt_lost_answer","type":"x"}'));
+    await waitFor(() => a.output().includes('could not report; retrying'), { what: 'the report to be retried' });
+    await waitFor(async () => (await deliveryRow(stack.db.pool, deliveryId)).status === 'delivered', { what: 'the delivery to be recorded' });
+    expect(cut).toBe(true);
+    expect(p.rx.requests).toHaveLength(1);
+    expect(await attemptsOf(stack.db.pool, deliveryId)).toEqual([{ number: 1, status_code: 200, error_kind: null, via: 'edge', response_body: 'ok' }]);
+  } finally {
+    sockets.forEach((x) => x.destroy());
+    await new Promise((r) => relay.close(r));
+  }
 });

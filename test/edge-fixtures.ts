@@ -2,7 +2,9 @@
 // rows for deliveries that wait for a cluster.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
-import { resolve } from 'node:path';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { newId, type Pool } from '@hookline/db';
 import { shownStatusSql } from '@hookline/delivery';
 import { createSecretBox } from '@hookline/signing';
@@ -20,13 +22,24 @@ export interface AgentProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts hookline-edge (`hookline-edge`, packages/edge/bin) on loopback; `ready` waits for /readyz (service reached). */
-export async function startAgent(env: Record<string, string>, opts: { ready?: boolean } = {}): Promise<AgentProcess> {
+/** A preload that moves the process's clock (`Date.now`) by `ms`: an agent host whose clock is off. */
+function skewedClock(ms: number): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'edge-clock-')), 'skew.cjs');
+  writeFileSync(file, `const now = Date.now; Date.now = () => now() + ${Math.trunc(ms)};\n`);
+  return `--require ${file}`;
+}
+
+/**
+ * Starts hookline-edge (`hookline-edge`, packages/edge/bin) on loopback; `ready` waits for
+ * /readyz (service reached); `clockSkewMs` runs it with its clock that far off.
+ */
+export async function startAgent(env: Record<string, string>, opts: { ready?: boolean; clockSkewMs?: number } = {}): Promise<AgentProcess> {
   const port = await freePort();
   let out = '';
+  const clock = opts.clockSkewMs ? { NODE_OPTIONS: skewedClock(opts.clockSkewMs) } : {};
   const child = spawn(process.execPath, [BIN], {
     cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), EDGE_POLL_WAIT_SECONDS: '2', EDGE_BACKOFF_BASE_MS: '100', EDGE_BACKOFF_MAX_MS: '500', ...env },
+    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), EDGE_POLL_WAIT_SECONDS: '2', EDGE_BACKOFF_BASE_MS: '100', EDGE_BACKOFF_MAX_MS: '500', ...clock, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));

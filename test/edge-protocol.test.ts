@@ -224,13 +224,18 @@ describe('work and reports', () => {
     const error = await db.pool.query(`SELECT error FROM delivery_attempts WHERE delivery_id = $1`, [only.deliveryId]);
     expect(error.rows[0].error).toContain('SECRETS_KEY');
     // Retried on the schedule (RETRY_SCHEDULE_MS 300), never handed out; the last allowed attempt (2) goes to the DLQ.
+    // Every poll's answer is kept and checked after the wait: waitFor retries a check that throws, so an
+    // expect inside it would be swallowed by a later poll that passes.
+    const polls: { status: number; deliveries: unknown }[] = [];
     await waitFor(
       async () => {
-        expect((await work(c)).body.deliveries).toEqual([]);
+        const got = await work(c);
+        polls.push({ status: got.status, deliveries: got.body?.deliveries });
         return (await deliveryRow(db.pool, only.deliveryId)).status === 'exhausted' && (await deliveryRow(db.pool, rotated.deliveryId)).status === 'exhausted';
       },
       { what: 'both deliveries to be exhausted' },
     );
+    expect(polls.filter((p) => p.status !== 200 || !Array.isArray(p.deliveries) || p.deliveries.length > 0)).toEqual([]);
     for (const d of [only, rotated]) {
       expect((await attemptsOf(db.pool, d.deliveryId)).map((a) => [a.number, a.error_kind])).toEqual([[1, 'signing_unavailable'], [2, 'signing_unavailable']]);
       const ev = await db.pool.query(`SELECT status FROM events WHERE id = $1`, [d.eventId]);

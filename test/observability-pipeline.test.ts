@@ -183,3 +183,14 @@ test('the api: /metrics with its requests by route pattern, one log line per req
   expect(line).toMatchObject({ level: 'info', method: 'GET', route: '/v1/tenants/:tid/ingesters', status: 200, trace_id: expect.stringMatching(/^[0-9a-f]{32}$/) });
   expect(stack.services.api!.output()).not.toContain(tenant.apiKey);
 });
+
+test('an error answered by a handler mounted on a path with parameters still labels the route pattern: no tenant id in /metrics', async () => {
+  // The MCP key routes' error handler is mounted on /v1/tenants/:tid/mcp-keys; express sets
+  // req.baseUrl to that path, with the tenant id in it, while it runs.
+  const tenantId = `ten_label${randomBytes(6).toString('hex')}`;
+  const api = stack.services.api!.url;
+  expect((await fetch(`${api}/v1/tenants/${tenantId}/mcp-keys`)).status).toBe(401);
+  const text = await metricsOf('api');
+  expect(text).not.toContain(tenantId);
+  expect(text).toMatch(/hookline_http_requests_total\{method="GET",route="\/v1\/tenants\/:tid\/mcp-keys",status="401",service="api"\} 1/);
+});

@@ -1,12 +1,17 @@
 // Pure parts of @hookline/observability and of the pool / cluster configuration.
 import { readFileSync } from 'node:fs';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { ConfigError, loadConfig } from '@hookline/config';
 import { createLogger } from '@hookline/logger';
 import {
   childContext,
   createMetrics,
+  createOtlpExporter,
   createTracer,
+  MAX_ROUTE_LABELS,
+  observeHttp,
   formatTraceparent,
   isTraceId,
   otlpBody,
@@ -26,7 +31,7 @@ describe('W3C traceparent', () => {
     const v = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
     expect(parseTraceparent(v)).toEqual({ traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', sampled: true });
     expect(formatTraceparent(parseTraceparent(v)!)).toBe(v);
-    expect(parseTraceparent([' 00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-00 '])).toEqual({ traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', sampled: false });
+    expect(parseTraceparent([' 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00 '])).toEqual({ traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', sampled: false });
   });
 
   test.each([
@@ -37,6 +42,10 @@ describe('W3C traceparent', () => {
     ['version ff', 'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'],
     ['version 00 with trailing data', '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra'],
     ['not hex', '00-4bf92f3577b34da6a3ce929d0e0e47zz-00f067aa0ba902b7-01'],
+    // W3C: the fields are lower-case hex; a traceparent with other characters MUST be ignored.
+    ['upper-case trace id', '00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01'],
+    ['upper-case span id', '00-4bf92f3577b34da6a3ce929d0e0e4736-00F067AA0BA902B7-01'],
+    ['upper-case flags', '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0A'],
   ])('refuses %s', (_, v) => {
     expect(parseTraceparent(v)).toBeNull();
   });
@@ -108,6 +117,25 @@ describe('tracer', () => {
   });
 });
 
+describe('OTLP exporter', () => {
+  test('close gives up on a collector that never answers: a draining service is not held 10 s per batch past its deadline', async () => {
+    const held: ServerResponse[] = [];
+    const collector = createServer((_req, res) => void held.push(res));
+    await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
+    const exporter = createOtlpExporter({ endpoint: `http://127.0.0.1:${(collector.address() as AddressInfo).port}`, service: 'deliverer', logger, intervalMs: 60_000, maxBatch: 10, closeTimeoutMs: 200 });
+    try {
+      // Five batches: without a bound, close would wait for five 10-second timeouts.
+      for (let i = 0; i < 50; i++) exporter.export({ traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), name: 'x', kind: 'internal', startMs: 0, endMs: 1, attributes: {} });
+      await exporter.close();
+      // One post was out when close gave up; the rest were dropped, not sent.
+      expect(held).toHaveLength(1);
+    } finally {
+      collector.closeAllConnections();
+      await new Promise((r) => collector.close(r));
+    }
+  }, 15_000);
+});
+
 describe('metrics registry', () => {
   // The "emitted by" column of the metrics table in docs/deployment.md.
   const documented = new Map(
@@ -122,6 +150,26 @@ describe('metrics registry', () => {
     expect(exposed).toEqual(want);
     metrics.dbErrors.inc({ operation: 'query' });
     expect(await metrics.registry.metrics()).toContain(`hookline_db_errors_total{operation="query",service="${service}"} 1`);
+  });
+
+  test('route labels are bounded: past MAX_ROUTE_LABELS distinct values, new ones count as "other"', async () => {
+    const metrics = createMetrics('ingest', { defaultMetrics: false });
+    const tracer = createTracer({ service: 'ingest', logger, endpoint: '' });
+    // A caller that (wrongly) labels by raw path: one series per id, were it not bounded.
+    const server = createServer((req, res) => {
+      observeHttp({ metrics, logger, tracer }, req, res).route = req.url ?? '';
+      res.end('ok');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      for (let i = 0; i < MAX_ROUTE_LABELS + 50; i++) await (await fetch(`${base}/in/ing_${i}`)).text();
+      const values = (await metrics.httpRequests.get()).values;
+      expect(new Set(values.map((v) => v.labels['route'])).size).toBe(MAX_ROUTE_LABELS + 1);
+      expect(values.find((v) => v.labels['route'] === 'other')?.value).toBe(50);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
   });
 
   test('default process metrics are included unless turned off', async () => {

@@ -1,4 +1,4 @@
-import { backoffDelay } from './backoff';
+import { backoffDelay, retryDelay } from './backoff';
 
 test('doubles from the base, jittered within [d/2, d], and capped', () => {
   const low = () => 0;
@@ -12,4 +12,11 @@ test('doubles from the base, jittered within [d/2, d], and capped', () => {
     expect(d).toBeGreaterThanOrEqual(1000);
     expect(d).toBeLessThanOrEqual(2000);
   }
+});
+
+test("the wait before a retry is the backoff, or the service's Retry-After when that is longer", () => {
+  const backoff = { baseMs: 500, maxMs: 30_000 };
+  expect(retryDelay(1, backoff, 120_000, () => 1)).toBe(120_000);
+  expect(retryDelay(4, backoff, 1_000, () => 1)).toBe(4_000);
+  expect(retryDelay(4, backoff, null, () => 0)).toBe(2_000);
 });

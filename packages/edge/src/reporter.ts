@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { edgePaths, MAX_REPORTS_PER_REQUEST, type AttemptReport, type ReportResponse } from '@hookline/delivery/src/wire';
 import type { Logger } from '@hookline/logger';
-import { backoffDelay } from './backoff';
+import { retryDelay } from './backoff';
 import type { ServiceClient } from './service-client';
 import { ServiceError } from './service-client';
 
@@ -14,15 +14,14 @@ export interface Reporter {
 
 interface Pending {
   report: AttemptReport;
+  /** Its JSON size: what it adds to a request body. */
+  bytes: number;
   done: () => void;
 }
 
-/**
- * Reports go in batches: the ones that finish while a report request is out travel in the
- * next one. A failed request is retried with backoff until the service answers; the
- * deliveries stay "in flight" meanwhile, which bounds what an unreachable service costs.
- */
 // Response bodies dominate a report's size; the service's JSON body limit is 1 MB by default.
+// Counted as serialised bytes: a body's characters can take up to 6 bytes each in JSON
+// (`\u0001`), so counting characters let a batch pass the limit and be refused whole.
 const MAX_BATCH_BYTES = 256 * 1024;
 
 /** How many queued reports go in the next request: at least one, at most 100 or ~256 KB. */
@@ -30,13 +29,21 @@ function batchSize(queue: Pending[]): number {
   let n = 0;
   let bytes = 0;
   while (n < queue.length && n < MAX_REPORTS_PER_REQUEST) {
-    bytes += 512 + (queue[n]!.report.response_body?.length ?? 0);
+    bytes += queue[n]!.bytes + 1;
     if (n > 0 && bytes > MAX_BATCH_BYTES) break;
     n++;
   }
   return n;
 }
 
+/**
+ * Reports go in batches: the ones that finish while a report request is out travel in the
+ * next one. A failed request is retried with backoff (or the service's Retry-After) until
+ * the service answers; the deliveries stay "in flight" meanwhile, which bounds what an
+ * unreachable service costs. A batch the service refuses (4xx) is split until the report
+ * it refuses is alone: only that one is dropped, the others' outcomes are recorded.
+ * Repeating a report is harmless: the service records one attempt per lease.
+ */
 export function createReporter(deps: { client: ServiceClient; clusterId: string; logger: Logger; backoff: { baseMs: number; maxMs: number } }): Reporter {
   const queue: Pending[] = [];
   let flushing: Promise<void> | null = null;
@@ -50,10 +57,16 @@ export function createReporter(deps: { client: ServiceClient; clusterId: string;
         return;
       } catch (err) {
         if (err instanceof ServiceError && err.permanent) {
-          deps.logger.error('reports refused; dropped (their leases will expire and the deliveries go out again)', { count: batch.length, error: err.message });
+          if (batch.length > 1) {
+            const half = Math.ceil(batch.length / 2);
+            await send(batch.slice(0, half));
+            await send(batch.slice(half));
+            return;
+          }
+          deps.logger.error('report refused; dropped (its lease will expire and the delivery goes out again)', { delivery_id: batch[0]?.report.delivery_id, status: err.status, error: err.message });
           return;
         }
-        const delay = backoffDelay(failures, deps.backoff.baseMs, deps.backoff.maxMs);
+        const delay = retryDelay(failures, deps.backoff, err instanceof ServiceError ? err.retryAfterMs : null);
         deps.logger.warn('could not report; retrying', { count: batch.length, retry_in_ms: delay, error: (err as Error).message });
         await sleep(delay);
       }
@@ -77,7 +90,7 @@ export function createReporter(deps: { client: ServiceClient; clusterId: string;
   return {
     add(report) {
       return new Promise((resolve) => {
-        queue.push({ report, done: resolve });
+        queue.push({ report, bytes: Buffer.byteLength(JSON.stringify(report)), done: resolve });
         flush();
       });
     },

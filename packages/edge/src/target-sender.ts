@@ -32,8 +32,14 @@ export function createTargetSender(): TargetSender {
           headersTimeout: item.timeout_ms,
           bodyTimeout: item.timeout_ms,
         });
-        const responseBody = await readLimited(res.body, limit);
         const s = res.statusCode;
+        // undici takes any three digits; the service records 100-599 only and refuses a
+        // report with another, which would leave the delivery to go out again for ever.
+        if (s > 599) {
+          await res.body.dump().catch(() => undefined);
+          return { ...base, status_code: null, response_body: null, response_headers: null, error_kind: 'connect', error: `invalid HTTP status ${s}`, duration_ms: Math.round(performance.now() - t0) };
+        }
+        const responseBody = await readLimited(res.body, limit);
         const ok = s >= 200 && s < 300;
         return {
           ...base,

@@ -30,7 +30,12 @@ export function startHealthServer(port: number, host: string, ready: ReadinessCh
       sendJson(res, 404, { status: 'not_found' });
     })();
   });
-  return new Promise((resolve) => {
-    server.listen(port, host, () => resolve({ server, setDraining: () => (draining = true) }));
+  // A port in use (or a bad HOST) fails the boot with its reason rather than as an uncaught 'error'.
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve({ server, setDraining: () => (draining = true) });
+    });
   });
 }

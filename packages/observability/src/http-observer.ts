@@ -23,6 +23,23 @@ export interface HttpObserverDeps {
 const QUIET = new Set(['/healthz', '/readyz', '/metrics']);
 
 /**
+ * Route labels a process takes at most; a new one past them is counted as `other`. Route
+ * patterns are few, so this never bites unless something labels by raw values: then it
+ * bounds the series instead of letting them grow with every id.
+ */
+export const MAX_ROUTE_LABELS = 200;
+const routeLabels = new WeakMap<Metrics, Set<string>>();
+
+function routeLabel(metrics: Metrics, route: string): string {
+  let seen = routeLabels.get(metrics);
+  if (!seen) routeLabels.set(metrics, (seen = new Set()));
+  if (seen.has(route)) return route;
+  if (seen.size >= MAX_ROUTE_LABELS) return 'other';
+  seen.add(route);
+  return route;
+}
+
+/**
  * Observes one request until its response is finished (or the socket closes): counts it,
  * times it, ends its span and writes one log line with the request and trace ids. Never
  * logs headers or bodies. The caller sets `route` (and `fields`) while the request runs.
@@ -35,7 +52,7 @@ export function observeHttp(deps: HttpObserverDeps, req: IncomingMessage, res: S
   const done = (): void => {
     const seconds = (performance.now() - started) / 1000;
     const status = res.headersSent ? res.statusCode : 499; // 499: the client went away first
-    const labels = { method, route: obs.route, status: String(status) };
+    const labels = { method, route: routeLabel(deps.metrics, obs.route), status: String(status) };
     deps.metrics.httpDuration.observe(labels, seconds); // hookline_http_requests_total is derived from it
     span.end({ 'http.request.method': method, 'http.route': obs.route, 'http.response.status_code': status }, status >= 500 ? `HTTP ${status}` : undefined, `${method} ${obs.route}`);
     const level = status >= 500 ? 'warn' : status >= 400 ? 'info' : QUIET.has(obs.route) ? 'debug' : (deps.successLevel ?? 'info');
@@ -56,21 +73,29 @@ export function observeHttp(deps: HttpObserverDeps, req: IncomingMessage, res: S
   return obs;
 }
 
-type ExpressLike = IncomingMessage & { route?: { path?: unknown }; baseUrl?: string };
+type ExpressLike = IncomingMessage & { baseUrl?: string };
 
 /**
  * The same for express: the route pattern is express's matched route (`req.route.path`
- * under `req.baseUrl`), or `unmatched` for 404s, so raw paths never become labels.
+ * under `req.baseUrl`), or `unmatched` for 404s, so raw paths never become labels. It is
+ * taken when express dispatches to the route: by the time the answer is finished an error
+ * handler mounted on a path with parameters (`/v1/tenants/:tid/mcp-keys`) may have set
+ * `req.baseUrl` to that path with the request's values in it, a tenant id in a label.
  */
 export function httpObserverMiddleware(deps: HttpObserverDeps): (req: IncomingMessage, res: ServerResponse, next: () => void) => void {
   return (req, res, next) => {
-    let obs: HttpObservation | undefined;
-    // 'finish' comes before observeHttp's 'close', so the route is set when it runs.
-    res.once('finish', () => {
-      const r = req as ExpressLike;
-      if (obs && typeof r.route?.path === 'string') obs.route = `${r.baseUrl ?? ''}${r.route.path}`;
+    const obs = observeHttp(deps, req, res);
+    let route: unknown;
+    Object.defineProperty(req, 'route', {
+      configurable: true,
+      enumerable: true,
+      get: () => route,
+      set(value: unknown) {
+        route = value;
+        const path = (value as { path?: unknown } | undefined)?.path;
+        if (typeof path === 'string') obs.route = `${(req as ExpressLike).baseUrl ?? ''}${path}`;
+      },
     });
-    obs = observeHttp(deps, req, res);
     next();
   };
 }

@@ -2,7 +2,7 @@ export { createMetrics, type Metrics, type ServiceName } from './metrics';
 export { sendMetrics } from './metrics-endpoint';
 export { startQueueSampler, type QueueSampler, type SampledQueue } from './queue-sampler';
 export { instrumentPool, instrumentRedis } from './instrument';
-export { observeHttp, httpObserverMiddleware, type HttpObservation, type HttpObserverDeps } from './http-observer';
+export { observeHttp, httpObserverMiddleware, MAX_ROUTE_LABELS, type HttpObservation, type HttpObserverDeps } from './http-observer';
 export { parseTraceparent, formatTraceparent, childContext, traceparentIn, isTraceId, newTraceId, newSpanId, type TraceContext } from './trace-context';
 export { createTracer, sampledByRatio, type Tracer, type Span, type TracerOptions } from './tracer';
 export { createOtlpExporter, otlpBody, type SpanExporter, type FinishedSpan, type SpanKind, type Attributes } from './otlp-exporter';

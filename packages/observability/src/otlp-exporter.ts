@@ -74,11 +74,15 @@ export interface OtlpOptions {
   maxBatch?: number;
   /** Spans buffered at most; beyond it new spans are dropped (the hot path never waits). */
   maxQueue?: number;
+  /** How long `close` may take; what is not sent by then is dropped (default 2 s). */
+  closeTimeoutMs?: number;
 }
 
 /**
  * A small OTLP/HTTP (JSON) span exporter: spans are buffered and posted in batches every
  * `intervalMs`, a failed post drops its batch (tracing must never hold back webhooks).
+ * `close` sends what is left within `closeTimeoutMs`, then gives up: a collector that does
+ * not answer cannot hold a draining service past its deadline (each post alone may wait 10 s).
  */
 export function createOtlpExporter(o: OtlpOptions): SpanExporter {
   const url = `${o.endpoint.replace(/\/+$/, '')}/v1/traces`;
@@ -87,10 +91,14 @@ export function createOtlpExporter(o: OtlpOptions): SpanExporter {
   let queue: FinishedSpan[] = [];
   let sending: Promise<void> = Promise.resolve();
   let lastWarn = 0;
+  // Aborts the post in progress when `close` runs out of time.
+  const closing = new AbortController();
 
   const post = async (spans: FinishedSpan[]): Promise<void> => {
+    if (closing.signal.aborted) return;
     try {
-      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(otlpBody(o.service, spans)), signal: AbortSignal.timeout(10_000) });
+      const signal = AbortSignal.any([AbortSignal.timeout(10_000), closing.signal]);
+      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(otlpBody(o.service, spans)), signal });
       await res.arrayBuffer().catch(() => undefined);
       if (!res.ok) throw new Error(`collector answered ${res.status}`);
     } catch (err) {
@@ -118,8 +126,16 @@ export function createOtlpExporter(o: OtlpOptions): SpanExporter {
     flush,
     async close() {
       clearInterval(timer);
-      await flush();
-      queue = [];
+      const deadline = setTimeout(() => {
+        queue = [];
+        closing.abort();
+      }, o.closeTimeoutMs ?? 2_000);
+      try {
+        await flush();
+      } finally {
+        clearTimeout(deadline);
+        queue = [];
+      }
     },
   };
 }

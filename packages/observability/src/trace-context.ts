@@ -13,13 +13,14 @@ const ZERO_SPAN = '0'.repeat(16);
 
 /**
  * Parses a `traceparent` header (W3C Trace Context, level 1). Returns null for anything
- * invalid: version ff, all-zero ids, a version 00 value with trailing data. A later
- * version is read by its version-00 prefix, as the spec asks.
+ * invalid: version ff, all-zero ids, upper-case hex (the spec's fields are lower-case hex,
+ * and a vendor "MUST ignore" a traceparent with other characters), a version 00 value with
+ * trailing data. A later version is read by its version-00 prefix, as the spec asks.
  */
 export function parseTraceparent(value: string | string[] | null | undefined): TraceContext | null {
   const raw = Array.isArray(value) ? value[0] : value;
   if (!raw || raw.length < 55) return null;
-  const v = raw.trim().toLowerCase();
+  const v = raw.trim();
   const m = TRACEPARENT.exec(v);
   if (!m || m[1] === 'ff' || m[2] === ZERO_TRACE || m[3] === ZERO_SPAN) return null;
   if (m[1] === '00' && v.length !== 55) return null;

@@ -1,6 +1,6 @@
 import express from 'express';
 import { createPool, createPrisma } from '@hookline/db';
-import { closeServer } from '@hookline/http';
+import { closeServer, onShutdownSignal } from '@hookline/http';
 import { evidenceKey, startEvidenceSealer } from '@hookline/evidence';
 import { createLogger } from '@hookline/logger';
 import { createObservability, httpObserverMiddleware, instrumentPool, instrumentRedis, sendMetrics } from '@hookline/observability';
@@ -37,20 +37,20 @@ async function main(): Promise<void> {
     process.exit(1);
   });
 
-  let stopping = false;
-  const stop = async (signal: string): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    logger.info('api shutting down', { signal });
-    api.setDraining();
-    await closeServer(server, config.SHUTDOWN_TIMEOUT_MS);
-    await sealer.stop().catch((err: Error) => logger.error('evidence sealer did not stop cleanly', { err: err.message }));
-    await Promise.allSettled([producer.close(), prisma.$disconnect(), pool.end(), tracer.close()]);
-    redis.disconnect();
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  // Readiness turns 503 first, the listener closes and open requests finish (edge long-polls
+  // included, cut at the deadline); a second signal exits at once.
+  onShutdownSignal(
+    logger,
+    config.SHUTDOWN_TIMEOUT_MS,
+    async () => {
+      api.setDraining();
+      await closeServer(server, Math.floor(config.SHUTDOWN_TIMEOUT_MS * 0.8));
+      await sealer.stop().catch((err: Error) => logger.error('evidence sealer did not stop cleanly', { err: err.message }));
+      await Promise.allSettled([producer.close(), prisma.$disconnect(), pool.end(), tracer.close()]);
+      redis.disconnect();
+    },
+    { graceMs: 2_000 },
+  );
 }
 
 main().catch((err: Error) => {

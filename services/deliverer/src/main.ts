@@ -2,7 +2,7 @@
 // recovery sweep and DLQ purge -> health server and metrics -> graceful drain on SIGTERM.
 import { ConfigError, loadConfig } from '@hookline/config';
 import { createPool } from '@hookline/db';
-import { closeServer, startHealthServer } from '@hookline/http';
+import { closeServer, onShutdownSignal, startHealthServer } from '@hookline/http';
 import { createLogger } from '@hookline/logger';
 import { createObservability, instrumentPool, instrumentRedis, sendMetrics, startQueueSampler } from '@hookline/observability';
 import { createProducer, createRedis, createWorker, parseDedicatedPools, parseDeliverQueues, redisReady } from '@hookline/queues';
@@ -73,38 +73,34 @@ async function main(): Promise<void> {
   );
   logger.info('deliverer started', { port: config.PORT, concurrency: config.DELIVERER_CONCURRENCY, queues: queues.map((q) => q.queue) });
 
-  let stopping = false;
-  const shutdown = async (signal: string): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    logger.info('shutting down', { signal });
-    setTimeout(() => {
-      logger.error('shutdown timed out');
-      process.exit(1);
-    }, config.SHUTDOWN_TIMEOUT_MS + 5_000).unref();
-    health.setDraining();
-    // Jobs in progress finish and record their attempts. Any still running at the deadline
-    // (a slow destination) give back their deliveries and go back to the queue.
-    const releaseHeld = async (jobs: { data: { deliveryIds?: unknown } }[]): Promise<void> => {
-      const jobIds = jobs.flatMap((j) => (Array.isArray(j.data?.deliveryIds) ? j.data.deliveryIds.filter((id): id is string => typeof id === 'string') : []));
-      const ids = await releaseHeldDeliveries(pool, deps.instanceId, jobIds);
-      logger.warn('drain deadline: deliveries in flight given back', { delivery_ids: ids });
-    };
-    const requeued = await Promise.all(workers.map((w) => w.drain(Math.floor(config.SHUTDOWN_TIMEOUT_MS * 0.8), releaseHeld)));
-    if (requeued.some(Boolean)) logger.warn('drain deadline: deliver jobs put back on their queues', { jobs: requeued.reduce((a, b) => a + b, 0) });
-    await Promise.all([recovery.stop(), edgeWaits.stop(), purge.stop(), sampler.stop(), circuits.stop()]);
-    await tracer.close();
-    // After a deadline, requests still out are abandoned (their deliveries were given back).
-    if (requeued.some(Boolean)) void deps.sender.close();
-    else await deps.sender.close();
-    await producer.close();
-    await Promise.all([redis.quit().catch(() => undefined), workerRedis.quit().catch(() => undefined)]);
-    await pool.end();
-    await closeServer(health.server, 1_000);
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  // Readiness turns 503 first; a second signal exits at once (claims and stalled jobs expire
+  // and are recovered).
+  onShutdownSignal(
+    logger,
+    config.SHUTDOWN_TIMEOUT_MS,
+    async () => {
+      health.setDraining();
+      // Jobs in progress finish and record their attempts. Any still running at the deadline
+      // (a slow destination) give back their deliveries and go back to the queue.
+      const releaseHeld = async (jobs: { data: { deliveryIds?: unknown } }[]): Promise<void> => {
+        const jobIds = jobs.flatMap((j) => (Array.isArray(j.data?.deliveryIds) ? j.data.deliveryIds.filter((id): id is string => typeof id === 'string') : []));
+        const ids = await releaseHeldDeliveries(pool, deps.instanceId, jobIds);
+        logger.warn('drain deadline: deliveries in flight given back', { delivery_ids: ids });
+      };
+      const requeued = await Promise.all(workers.map((w) => w.drain(Math.floor(config.SHUTDOWN_TIMEOUT_MS * 0.8), releaseHeld)));
+      if (requeued.some(Boolean)) logger.warn('drain deadline: deliver jobs put back on their queues', { jobs: requeued.reduce((a, b) => a + b, 0) });
+      await Promise.all([recovery.stop(), edgeWaits.stop(), purge.stop(), sampler.stop(), circuits.stop()]);
+      await tracer.close();
+      // After a deadline, requests still out are abandoned (their deliveries were given back).
+      if (requeued.some(Boolean)) void deps.sender.close();
+      else await deps.sender.close();
+      await producer.close();
+      await Promise.all([redis.quit().catch(() => undefined), workerRedis.quit().catch(() => undefined)]);
+      await pool.end();
+      await closeServer(health.server, 1_000);
+    },
+    { graceMs: 5_000 },
+  );
 }
 
 main().catch((err: Error) => {

@@ -2,7 +2,7 @@
 // queue metrics and health server → graceful drain on SIGTERM/SIGINT.
 import { loadConfig } from '@hookline/config';
 import { createPool } from '@hookline/db';
-import { closeServer, startHealthServer } from '@hookline/http';
+import { closeServer, onShutdownSignal, startHealthServer } from '@hookline/http';
 import { createLogger } from '@hookline/logger';
 import { createObservability, instrumentPool, instrumentRedis, sendMetrics, startQueueSampler } from '@hookline/observability';
 import { createProducer, createRedis, createWorker, onConfigChange, parseDedicatedPools, redisReady } from '@hookline/queues';
@@ -26,7 +26,8 @@ async function main(): Promise<void> {
   const subscriber = redisOf('worker');
 
   const flows = new FlowCache(pool, config.FLOW_CACHE_TTL_MS, (flowId, errors) => logger.warn('flow has an invalid filter; it matches nothing', { flow_id: flowId, errors }));
-  await onConfigChange(subscriber, config.QUEUE_PREFIX, (change) => flows.invalidate(change));
+  // Changes announced while the subscriber was disconnected were missed: drop the whole cache.
+  await onConfigChange(subscriber, config.QUEUE_PREFIX, (change) => flows.invalidate(change), () => flows.clear());
 
   const producer = createProducer(producerRedis, config.QUEUE_PREFIX);
   const deps = { pool, producer, flows, logger, pools, metrics, tracer };
@@ -51,33 +52,26 @@ async function main(): Promise<void> {
   );
   logger.info('router started', { port: config.PORT, concurrency: config.ROUTER_CONCURRENCY, dedicated_pools: [...new Set(pools.values())] });
 
-  let closing = false;
-  const shutdown = async (signal: string): Promise<void> => {
-    if (closing) return;
-    closing = true;
-    logger.info('router stopping', { signal });
-    health.setDraining();
-    const force = setTimeout(() => {
-      logger.error('shutdown timed out');
-      process.exit(1);
-    }, config.SHUTDOWN_TIMEOUT_MS + 2_000);
-    force.unref();
-    // Jobs in progress finish; any still running at the deadline go back to the queue
-    // (routing is idempotent, so a job run twice creates nothing twice).
-    const requeued = await worker.drain(Math.floor(config.SHUTDOWN_TIMEOUT_MS * 0.8));
-    if (requeued) logger.warn('route jobs still running at the drain deadline were put back', { jobs: requeued });
-    await Promise.all([sweeper.stop(), sampler.stop()]);
-    await producer.close();
-    await tracer.close();
-    await closeServer(health.server, 1000);
-    for (const r of [subscriber, workerRedis, producerRedis]) await r.quit().catch(() => r.disconnect());
-    await pool.end();
-    clearTimeout(force);
-    logger.info('router stopped');
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  // Readiness turns 503 first; a second signal exits at once (stalled jobs go back to the queue).
+  onShutdownSignal(
+    logger,
+    config.SHUTDOWN_TIMEOUT_MS,
+    async () => {
+      health.setDraining();
+      // Jobs in progress finish; any still running at the deadline go back to the queue
+      // (routing is idempotent, so a job run twice creates nothing twice).
+      const requeued = await worker.drain(Math.floor(config.SHUTDOWN_TIMEOUT_MS * 0.8));
+      if (requeued) logger.warn('route jobs still running at the drain deadline were put back', { jobs: requeued });
+      await Promise.all([sweeper.stop(), sampler.stop()]);
+      await producer.close();
+      await tracer.close();
+      await closeServer(health.server, 1000);
+      for (const r of [subscriber, workerRedis, producerRedis]) await r.quit().catch(() => r.disconnect());
+      await pool.end();
+      logger.info('router stopped');
+    },
+    { graceMs: 2_000 },
+  );
 }
 
 main().catch((err: Error) => {
