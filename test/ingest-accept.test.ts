@@ -101,6 +101,15 @@ describe('POST /in/{ingester_id}', () => {
       pub.disconnect();
     }
   });
+
+  test('a reconnect of the change subscriber drops every cached ingester (announcements sent meanwhile were lost)', async () => {
+    const { ingesterId } = await h.seedIngester();
+    expect((await h.post(ingesterId, '{}')).status).toBe(202);
+    // Disabled while the subscriber is cut: no announcement reaches this ingest.
+    h.subscriber.disconnect(true);
+    await h.db.pool.query(`UPDATE ingesters SET state = 'DISABLED' WHERE id = $1`, [ingesterId]);
+    await waitFor(async () => (await h.post(ingesterId, '{}')).status === 404, { timeoutMs: 5000, what: 'the cache to be dropped on reconnect' });
+  });
 });
 
 describe('other routes', () => {

@@ -68,7 +68,8 @@ export function createIngestApp(deps: IngestAppDeps): IngestApp {
   let draining = false;
 
   if (deps.subscriber) {
-    onConfigChange(deps.subscriber, config.QUEUE_PREFIX, (change) => cache.invalidate(change)).catch((err: Error) =>
+    // Announcements sent while the subscriber was disconnected are lost: drop the whole cache.
+    onConfigChange(deps.subscriber, config.QUEUE_PREFIX, (change) => cache.invalidate(change), () => cache.clear()).catch((err: Error) =>
       logger.warn('config-change subscription failed; the ingester cache relies on its TTL', { error: err.message }),
     );
   }

@@ -34,6 +34,8 @@ export interface IngestHarness {
   app: IngestApp;
   /** A producer of the test's own, to read queued jobs. */
   jobs: Producer;
+  /** The app's config-change subscriber (a test may cut it to make it reconnect). */
+  subscriber: Redis;
   seedIngester(opts?: { plan?: 'free' | 'pro' | 'business' | 'enterprise'; provider?: Provider; secrets?: string[]; config?: Record<string, unknown>; state?: string; tenantId?: string }): Promise<{ tenantId: string; ingesterId: string }>;
   post(pathAfterIn: string, body: string | Buffer, headers?: Record<string, string>): Promise<HookResponse>;
   routedEventIds(): Promise<string[]>;
@@ -72,6 +74,7 @@ export async function startIngestHarness(opts: HarnessOptions): Promise<IngestHa
     url,
     app,
     jobs,
+    subscriber,
     async seedIngester(o = {}) {
       const tenantId = o.tenantId ?? (await seedTenant(db.pool, { plan: o.plan ?? 'free' })).tenantId;
       const ingesterId = newId('ing');
