@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import express, { type Express, type Request } from 'express';
 import { setErrorsBase } from '@hookline/errors';
 import { createSecretBox } from '@hookline/signing';
@@ -27,7 +28,7 @@ export interface ApiApp {
   routes: readonly RouteDef[];
   /** The document served at /v1/openapi.json. */
   openApi(): Record<string, unknown>;
-  /** After SIGTERM: /readyz answers 503 so load balancers stop sending traffic. */
+  /** After SIGTERM: /readyz answers 503 so load balancers stop sending traffic, and edge long-polls return empty. */
   setDraining(): void;
 }
 
@@ -42,8 +43,10 @@ async function readiness(ctx: AppContext): Promise<Record<string, boolean>> {
 /** Builds the control API from its deps (no listening, no env): tests run it in-process. */
 export function buildApp(deps: ApiDeps, plugins: readonly ApiPlugin[] = []): ApiApp {
   setErrorsBase(deps.config.ERRORS_BASE_URL);
-  const context: AppContext = { ...deps, box: createSecretBox(deps.config.SECRETS_KEY) };
-  let draining = false;
+  const drain = new AbortController();
+  // Every waiting edge long-poll listens on it: many at once are expected, not a leak.
+  setMaxListeners(0, drain.signal);
+  const context: AppContext = { ...deps, box: createSecretBox(deps.config.SECRETS_KEY), draining: drain.signal };
   const app = express();
   app.disable('x-powered-by');
   // Who the client is (req.ip): only TRUSTED_PROXIES may name it in X-Forwarded-For.
@@ -64,6 +67,7 @@ export function buildApp(deps: ApiDeps, plugins: readonly ApiPlugin[] = []): Api
   });
   app.get('/readyz', async (_req, res) => {
     const checks = await readiness(context);
+    const draining = drain.signal.aborted;
     const ready = !draining && Object.values(checks).every(Boolean);
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', draining, checks });
   });
@@ -78,5 +82,5 @@ export function buildApp(deps: ApiDeps, plugins: readonly ApiPlugin[] = []): Api
   app.use(methodNotAllowed(openApi()['paths'] as Record<string, Record<string, unknown>>));
   app.use(notFoundMiddleware);
   app.use(errorMiddleware(deps.logger));
-  return { app, context, routes, openApi, setDraining: () => (draining = true) };
+  return { app, context, routes, openApi, setDraining: () => drain.abort() };
 }

@@ -18,6 +18,8 @@ export interface ApiDeps {
 /** Deps plus things derived once from config. */
 export interface AppContext extends ApiDeps {
   box: SecretBox;
+  /** Aborted once the api drains (SIGTERM): long-polls answer at once instead of waiting. */
+  draining: AbortSignal;
 }
 
 /** Who is calling: an API key, a logged-in user (JWT) or an enrolled cluster (HMAC). */

@@ -37,8 +37,8 @@ async function main(): Promise<void> {
     process.exit(1);
   });
 
-  // Readiness turns 503 first, the listener closes and open requests finish (edge long-polls
-  // included, cut at the deadline); a second signal exits at once.
+  // Readiness turns 503 first (and edge long-polls answer empty at once, leasing nothing),
+  // the listener closes and open requests finish; a second signal exits at once.
   onShutdownSignal(
     logger,
     config.SHUTDOWN_TIMEOUT_MS,

@@ -16,8 +16,19 @@ export interface EdgeDeps {
   policy: DeliveryPolicy;
   /** Opens a sealed secret (cluster key, destination secret); null when it does not open. */
   openSecret(sealed: string): string | null;
+  /** Aborted once the api drains: work requests then lease nothing and answer at once. */
+  draining: AbortSignal;
 }
 
-export function createEdgeDeps(r: { pool: Pool; redis: Redis; prefix: string; logger: Logger; box: SecretBox }, config: EdgeConfig): EdgeDeps {
-  return { pool: r.pool, redis: r.redis, prefix: r.prefix, logger: r.logger.child({ component: 'edge' }), config, policy: deliveryPolicy(config), openSecret: createSecretCache(r.box) };
+export function createEdgeDeps(r: { pool: Pool; redis: Redis; prefix: string; logger: Logger; box: SecretBox; draining: AbortSignal }, config: EdgeConfig): EdgeDeps {
+  return {
+    pool: r.pool,
+    redis: r.redis,
+    prefix: r.prefix,
+    logger: r.logger.child({ component: 'edge' }),
+    config,
+    policy: deliveryPolicy(config),
+    openSecret: createSecretCache(r.box),
+    draining: r.draining,
+  };
 }

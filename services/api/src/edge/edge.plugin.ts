@@ -42,13 +42,13 @@ export function edgePlugin(env: NodeJS.ProcessEnv = process.env): ApiPlugin {
   return {
     name: 'edge',
     mount(app, ctx) {
-      app.use(createEdgeRouter(createEdgeDeps({ pool: ctx.pool, redis: ctx.redis, prefix: ctx.config.QUEUE_PREFIX, logger: ctx.logger, box: ctx.box }, config)));
+      app.use(createEdgeRouter(createEdgeDeps({ pool: ctx.pool, redis: ctx.redis, prefix: ctx.config.QUEUE_PREFIX, logger: ctx.logger, box: ctx.box, draining: ctx.draining }, config)));
     },
     openApiPaths: {
       '/v1/edge/clusters/{cid}/work': operation(
         'edge.work',
         'Lease due deliveries to an edge agent (long-poll)',
-        'Answers as soon as deliveries of the cluster are due (up to max), else after wait_seconds with none. Each is leased to this request (lease_owner) until lease_until; a lease that expires unreported is handed out again. max 0 is a heartbeat.',
+        'Answers as soon as deliveries of the cluster are due (up to max), else after wait_seconds with none; at once with none while the service drains. Each is leased to this request (lease_owner) until lease_until; a lease that expires unreported is handed out again. max 0 is a heartbeat.',
         workRequestSchema,
         workResponseSchema,
       ),

@@ -23,22 +23,31 @@ async function accept<T extends { agent_version: string }>(deps: EdgeDeps, req: 
   return { cluster, body };
 }
 
+/** Waits `ms`, or less once the api starts draining. */
+async function pause(ms: number, draining: AbortSignal): Promise<void> {
+  await sleep(ms, undefined, { signal: draining }).catch(() => undefined);
+}
+
 /**
  * Long-poll: leases due deliveries as soon as there are some, else looks again every
- * EDGE_WORK_POLL_MS until the wait is over. Nothing is leased for a caller that left.
+ * EDGE_WORK_POLL_MS until the wait is over. Nothing is leased for a caller that left, nor
+ * once the api drains: a response cut at the drain deadline would strand its leases.
  */
 async function work(deps: EdgeDeps, req: Request, res: Response): Promise<void> {
+  // Before any await, and with the socket checked too: the caller may have left while the
+  // body was read or while the request is authenticated.
+  let closed = false;
+  res.on('close', () => (closed = true));
+  const gone = (): boolean => closed || req.socket.destroyed;
   const { cluster, body } = await accept<WorkRequest>(deps, req, workRequestSchema);
-  let gone = false;
-  res.on('close', () => (gone = true));
   const max = Math.min(body.max, deps.config.EDGE_BATCH_MAX);
   const deadline = Date.now() + Math.min(body.wait_seconds, deps.config.EDGE_MAX_WAIT_SECONDS) * 1000;
   let deliveries: WorkResponse['deliveries'] = [];
-  while (max > 0 && !gone) {
+  while (max > 0 && !gone() && !deps.draining.aborted) {
     deliveries = await leaseWork(deps, cluster, { agentId: body.agent_id, max });
     const left = deadline - Date.now();
     if (deliveries.length > 0 || left <= 0) break;
-    await sleep(Math.min(deps.config.EDGE_WORK_POLL_MS, left));
+    await pause(Math.min(deps.config.EDGE_WORK_POLL_MS, left), deps.draining);
   }
   if (deliveries.length > 0) deps.logger.debug('leased deliveries to an agent', { cluster_id: cluster.id, agent_id: body.agent_id, count: deliveries.length });
   const out: WorkResponse = { deliveries, response_body_limit: deps.config.RESPONSE_BODY_LIMIT };
