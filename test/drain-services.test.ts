@@ -100,7 +100,7 @@ test('a deliverer whose requests outlast the drain deadline gives its deliveries
   expect(rows.map((r) => r.status)).toEqual(ids.map(() => 'delivered'));
 });
 
-test('a second signal while the deliverer drains exits at once with 1; what it held is recovered and delivered by the next one', async () => {
+test('the same signal again while the deliverer drains exits at once with 1; what it held is recovered and delivered by the next one', async () => {
   const load = startLoad(hookUrl(), 2, 50);
   let code: number | null;
   let output: string;
@@ -114,7 +114,7 @@ test('a second signal while the deliverer drains exits at once with 1; what it h
     const svc = stack.services.deliverer!;
     svc.child.kill('SIGTERM');
     await waitFor(() => svc.output().includes('"message":"shutting down"'), { what: 'the deliverer to start draining' });
-    code = await svc.stop('SIGINT');
+    code = await svc.stop('SIGTERM');
     output = svc.output();
     slowUntil.at = 0;
     await stack.start('deliverer');

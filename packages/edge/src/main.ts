@@ -1,6 +1,6 @@
 // hookline-edge: config -> logger -> service client, target sender, reporter -> health
 // server -> pull loop -> graceful SIGTERM (stop pulling, finish and report in-flight, exit;
-// a second signal exits at once).
+// the same signal again exits at once).
 import { ConfigError } from '@hookline/config';
 import { closeServer, onShutdownSignal, startHealthServer } from '@hookline/http';
 import { createLogger } from '@hookline/logger';

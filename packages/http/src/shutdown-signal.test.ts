@@ -32,14 +32,27 @@ test('the first signal drains once and exits 0', async () => {
   expect([closes, exits]).toEqual([1, [0]]);
 });
 
-test('a second signal while draining exits 1 at once, without waiting for the drain', async () => {
+test('the same signal again while draining exits 1 at once, without waiting for the drain', async () => {
   let closes = 0;
   const exits = wire(60_000, () => (closes++, new Promise<void>(() => undefined)));
-  process.emit('SIGTERM');
+  process.emit('SIGINT');
   await tick();
   expect(exits).toEqual([]);
   process.emit('SIGINT');
   expect([closes, exits]).toEqual([1, [1]]);
+});
+
+test("the other signal does not cut the drain short (a terminal's Ctrl-C to the group plus pnpm start's SIGTERM)", async () => {
+  let closes = 0;
+  let finish: () => void = () => undefined;
+  const exits = wire(60_000, () => (closes++, new Promise<void>((r) => (finish = r))));
+  process.emit('SIGINT');
+  process.emit('SIGTERM');
+  await tick();
+  expect([closes, exits]).toEqual([1, []]);
+  finish();
+  await tick();
+  expect(exits).toEqual([0]);
 });
 
 test('a drain that outlasts its deadline exits 1', async () => {

@@ -9,21 +9,24 @@ export interface ShutdownOptions {
 
 /**
  * On SIGTERM or SIGINT runs `close` once, then exits 0; if it has not finished within
- * `timeoutMs` (plus `graceMs`) the process exits 1 rather than hang. A second signal
- * while draining exits 1 at once (an operator's second Ctrl-C, or an orchestrator that
- * does not want to wait): what the process still holds comes back as leases and stalled
- * jobs expire.
+ * `timeoutMs` (plus `graceMs`) the process exits 1 rather than hang. The same signal
+ * again while draining exits 1 at once (an operator's second Ctrl-C, or an orchestrator
+ * that does not want to wait): what the process still holds comes back as leases and
+ * stalled jobs expire. The other signal is not a second request: a Ctrl-C in a terminal
+ * reaches every process of its group (SIGINT) while `pnpm start` passes the stop on to
+ * its services (SIGTERM), and that one stop must still drain.
  */
 export function onShutdownSignal(logger: Logger, timeoutMs: number, close: () => Promise<void>, opts: ShutdownOptions = {}): void {
   const exit = opts.exit ?? ((code: number) => process.exit(code));
-  let stopping = false;
+  let first: string | null = null;
   const stop = (signal: string): void => {
-    if (stopping) {
+    if (first === signal) {
       logger.error('second signal while draining; exiting now', { signal });
       exit(1);
       return;
     }
-    stopping = true;
+    if (first) return;
+    first = signal;
     logger.info('shutting down', { signal });
     setTimeout(() => {
       logger.error('shutdown timed out');
