@@ -78,13 +78,26 @@ describe('415 Unsupported Media Type', () => {
     expect(disable.status).toBe(200);
   });
 
+  it('applies to the MCP REST routes with a body: a tool call and an MCP key, writing nothing', async () => {
+    const t = await h.tenant();
+    const text = { 'content-type': 'text/plain' };
+    const keyPath = `/v1/tenants/${t.tenantId}/mcp-keys`;
+    expect415(await h.call('POST', keyPath, { key: t.apiKey, rawBody: '{"name":"agent","scopes":["mcp:read:health"]}', headers: text }));
+    expect((await h.call('GET', keyPath, { key: t.apiKey })).body).toEqual({ mcp_keys: [] });
+    const made = await h.call('POST', keyPath, { key: t.apiKey, body: { name: 'agent', scopes: ['mcp:read:health', 'mcp:read:planes'] } });
+    expect(made.status).toBe(201);
+    const mcp = { 'x-mcp-api-key': made.body.key as string };
+    expect415(await h.call('POST', '/v1/mcp/tools/get_health', { rawBody: '{}', headers: { ...mcp, ...text } }));
+    expect((await h.call('POST', '/v1/mcp/tools/get_health', { body: {}, headers: mcp })).status).toBe(200);
+  });
+
   it('documents 415 on every operation with a JSON body', async () => {
     const doc = (await h.call('GET', '/v1/openapi.json')).body as { paths: Record<string, Record<string, { requestBody?: { content: Record<string, unknown> }; responses: Record<string, unknown> }>> };
     let bodies = 0;
     for (const [path, ops] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(ops)) {
-        // The MCP plugin parses its own bodies (its transport answers JSON-RPC errors); not covered here.
-        if (!op.requestBody?.content['application/json'] || path.startsWith('/v1/mcp') || path.includes('/mcp-keys')) continue;
+        // POST /v1/mcp answers its transport's errors (415 included) as JSON-RPC, documented there.
+        if (!op.requestBody?.content['application/json']) continue;
         bodies++;
         expect({ op: `${method} ${path}`, has415: '415' in op.responses }).toEqual({ op: `${method} ${path}`, has415: true });
       }

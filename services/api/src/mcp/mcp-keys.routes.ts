@@ -3,6 +3,7 @@ import { AppError } from '@hookline/errors';
 import { authenticateApiKeyOnly, authenticateMcp, requireScope } from './mcp-auth';
 import { auditMcp } from './mcp-audit';
 import type { ApiCaller, McpDeps } from './mcp-deps';
+import { assertJsonBody } from '../http/json-body';
 import { param, parseOr400, requestIdOf } from './mcp-http';
 import { rateLimitMcp } from './mcp-rate-limit';
 import { createKeyBody, createMcpKey, DEFAULT_MCP_SCOPES, listMcpKeys, parseGroup, revokeMcpKey, setToolGroup } from './mcp-keys';
@@ -67,6 +68,7 @@ export function mcpKeyRoutes(router: Router, deps: McpDeps, json: RequestHandler
     res.json({ mcp_keys: await listMcpKeys(deps, admin.tenantId) });
   });
   router.post(BASE, json, write(deps, 'mcp_keys.create', 'write', async (admin, req) => {
+    assertJsonBody(req);
     const body = parseOr400(createKeyBody, req.body);
     // An MCP administrator hands out only scopes it holds itself, the default scopes included.
     const beyond = admin.viaMcp ? (body.scopes ?? DEFAULT_MCP_SCOPES).find((s) => !admin.scopes.has(s)) : undefined;

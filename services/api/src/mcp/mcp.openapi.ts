@@ -146,7 +146,7 @@ export const mcpPaths: ExtraPaths = {
       security: MCP_KEY,
       params: pathParams('name'),
       body: { type: 'object', description: "The tool's input schema (tools/list)" },
-      responses: { 200: json({ type: 'object', description: "The tool's output schema (tools/list)" }), ...errors(400, 401, 403, 404, 409, 413, 429) },
+      responses: { 200: json({ type: 'object', description: "The tool's output schema (tools/list)" }), ...errors(400, 401, 403, 404, 409, 413, 415, 429) },
     }),
   },
   '/v1/tenants/{tid}/mcp-keys': {
@@ -158,7 +158,7 @@ export const mcpPaths: ExtraPaths = {
       params: pathParams('tid'),
       responses: { 200: json({ type: 'object', required: ['mcp_keys'], properties: { mcp_keys: { type: 'array', items: keyView } } }), ...errors(401, 403, 404, 429) },
     }),
-    post: keyOp('mcp.keys.create', 'Create an mcp_… key (read scopes by default; shown once)', [], 201, [400, 422], jsonSchemaOf(createKeyBody)),
+    post: keyOp('mcp.keys.create', 'Create an mcp_… key (read scopes by default; shown once)', [], 201, [400, 413, 415, 422], jsonSchemaOf(createKeyBody)),
   },
   '/v1/tenants/{tid}/mcp-keys/{kid}': { delete: keyOp('mcp.keys.revoke', 'Revoke an MCP key at once (its write groups go with it)', ['kid'], 200, []) },
   '/v1/tenants/{tid}/mcp-keys/{kid}/tool-groups/{group}': {

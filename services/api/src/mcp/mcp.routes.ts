@@ -5,6 +5,7 @@ import { AppError, toProblem } from '@hookline/errors';
 import { authenticateMcp, requireScope } from './mcp-auth';
 import { endpointsReply, findTool, runTool } from './mcp-catalog';
 import type { McpContext, McpDeps } from './mcp-deps';
+import { assertJsonBody } from '../http/json-body';
 import { ensureRequestId, mcpErrorHandler, param, parseOr400, requestIdOf } from './mcp-http';
 import { mcpKeyRoutes } from './mcp-keys.routes';
 import { logsFor } from './mcp-logs';
@@ -80,6 +81,7 @@ export function createMcpRouter(deps: McpDeps): Router {
 
   router.post('/v1/mcp/tools/:name', json, async (req, res) => {
     const ctx = await context(req, res);
+    assertJsonBody(req);
     const tool = findTool(param(req, 'name'));
     if (!tool) throw new AppError('not-found', `There is no MCP tool named ${param(req, 'name')}.`);
     res.json(await runTool(ctx, tool, req.body, { strict: true }));
