@@ -186,10 +186,11 @@ test('the sealer holds its lock in an open transaction, as a pooler in transacti
     const tick = sealer.tick();
     // A session-level lock would be held by a backend between transactions ("idle"); PgBouncer
     // in transaction mode may then hand that server connection to anyone. Held by an open
-    // transaction, the lock stays with the connection that took it.
+    // transaction, the lock stays with the connection that took it. (Read on a connection of
+    // its own each time: inside the blocker's transaction pg_stat_activity stays as first read.)
     const holders = async (): Promise<{ state: string; in_xact: boolean }[]> =>
       (
-        await blocker.query<{ state: string; in_xact: boolean }>(
+        await pool.query<{ state: string; in_xact: boolean }>(
           `SELECT a.state, a.xact_start IS NOT NULL AS in_xact FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
             WHERE l.locktype = 'advisory' AND l.granted AND l.objid::int = hashtext($1 || ':hookline-evidence-sealer')`,
           [h.db.schema],
