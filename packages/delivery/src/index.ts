@@ -1,11 +1,11 @@
 export * from './wire';
-export { countsAgainstDestination } from './send-result';
+export { countsAgainstDestination, notSent } from './send-result';
 export { destinationSettings, type DeliveryDefaults, type DestinationSettings, type MtlsSettings } from './destination-settings';
 export { buildHeaders, childTraceparent, signatureHeaders, type OutboundMessage } from './request-headers';
 export { decide, backoffMs, isRetryable, parseRetryAfter, type BackoffPolicy, type Decision } from './retry-policy';
 export { recordOutcomes, recordOwnedOutcomes, type Outcome, type OwnedOutcomes, type RecordOptions } from './record-outcomes';
 export { createCoalescer } from './coalescer';
 export { deliveryPolicyEnv, edgeStatusEnv, deliveryPolicy, parseSchedule, type DeliveryPolicy, type DeliveryPolicyConfig } from './policy-env';
-export { createSecretCache } from './secret-cache';
+export { createSecretCache, openSecrets } from './secret-cache';
 export { sendContextSelect, type SendContextColumns } from './send-context-sql';
 export { CLAIMABLE_STATUSES, CLAIMABLE_SQL, heldSql, freeSql, flowActiveSql, shownStatusSql, shownStatus, newLeaseOwner } from './lease';

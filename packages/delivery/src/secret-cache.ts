@@ -21,3 +21,12 @@ export function createSecretCache(box: SecretBox, max = 10_000): (sealed: string
     return plain;
   };
 }
+
+/**
+ * A destination's secrets opened, or null when any one does not open (a wrong SECRETS_KEY):
+ * a request is then not sent at all, never unsigned or signed with only some of them.
+ */
+export function openSecrets(open: (sealed: string) => string | null, sealed: readonly string[] | null): string[] | null {
+  const plain = (sealed ?? []).map(open);
+  return plain.every((s): s is string => s !== null) ? plain : null;
+}

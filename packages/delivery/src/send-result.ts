@@ -28,3 +28,13 @@ export function isSuccess(r: SendResult): boolean {
 export function countsAgainstDestination(r: SendResult): boolean {
   return !isSuccess(r) && r.errorKind !== 'ssrf_blocked' && r.errorKind !== 'payload_missing' && r.errorKind !== 'edge_unavailable' && r.errorKind !== 'signing_unavailable';
 }
+
+const NOT_SENT_BECAUSE = {
+  payload_missing: 'the retained payload was purged',
+  signing_unavailable: 'a signing secret of the destination could not be opened (check SECRETS_KEY); nothing was sent',
+} as const;
+
+/** The attempt of a delivery refused before sending: nothing went out (see ERROR_KINDS). */
+export function notSent(errorKind: keyof typeof NOT_SENT_BECAUSE, now = new Date()): SendResult {
+  return { statusCode: null, errorKind, error: NOT_SENT_BECAUSE[errorKind], responseBody: null, responseHeaders: null, startedAt: now, durationMs: 0 };
+}

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { signServiceRequest } from '@hookline/signing';
+import { parseRetryAfter as readRetryAfter } from '@hookline/delivery/src/retry-policy';
 import { Agent, request } from 'undici';
 
 export interface ServiceClientOptions {
@@ -34,12 +35,10 @@ export class ServiceError extends Error {
 /** The longest `Retry-After` honoured: a larger one (or a far date) is cut to it. */
 export const MAX_RETRY_AFTER_MS = 15 * 60_000;
 
-/** `Retry-After` (delta-seconds or an HTTP date, read against the service's clock) in ms; null when absent or unreadable. */
+/** `Retry-After` (the deliverer's reading: delta-seconds or an HTTP date, here against the service's clock) in ms, at most MAX_RETRY_AFTER_MS; null when absent or unreadable. */
 export function parseRetryAfter(value: string | string[] | undefined, serviceNowMs: number): number | null {
-  const v = (Array.isArray(value) ? value[0] : value)?.trim();
-  if (!v) return null;
-  const ms = /^\d+$/.test(v) ? Number(v) * 1000 : Date.parse(v) - serviceNowMs;
-  return Number.isNaN(ms) ? null : Math.min(MAX_RETRY_AFTER_MS, Math.max(0, ms));
+  const ms = readRetryAfter(Array.isArray(value) ? value[0] : value, serviceNowMs);
+  return ms === null ? null : Math.min(MAX_RETRY_AFTER_MS, ms);
 }
 
 // Clock differences this small are left alone: the service's `Date` has whole seconds and

@@ -53,13 +53,22 @@ const COLUMN_BY_PREFIX: Record<string, string> = { rcp: 'id', att: 'attempt_id',
 
 /**
  * Evidence by resource id: a receipt (`rcp_`), an attempt (`att_`), a delivery (`dlv_`),
- * an event (`evt_`) or a root (`mrk_`). At most `limit` receipts, oldest first. Null
- * when the id names nothing of this tenant that has evidence.
+ * an event (`evt_`) or a root (`mrk_`). At most `limit` receipts, oldest first (started_at,
+ * attempt number, id), after the receipt `afterReceiptId` when one is given (a page). Null
+ * when the id names nothing of this tenant that has evidence (or nothing follows that
+ * receipt; a receipt not of this list has nothing after it).
  */
-export async function evidenceFor(pool: Pool, tenantId: string, resourceId: string, limit = 100): Promise<EvidenceBundle[] | null> {
+export async function evidenceFor(pool: Pool, tenantId: string, resourceId: string, limit = 100, afterReceiptId: string | null = null): Promise<EvidenceBundle[] | null> {
   const column = COLUMN_BY_PREFIX[resourceId.split('_')[0] ?? ''];
   if (!column) return null;
-  const { rows } = await pool.query<ReceiptRow>(`SELECT * FROM evidence_receipts WHERE tenant_id = $1 AND ${column} = $2 ORDER BY started_at, attempt_number, id LIMIT $3`, [tenantId, resourceId, limit]);
+  const { rows } = await pool.query<ReceiptRow>(
+    `SELECT r.* FROM evidence_receipts r
+      WHERE r.tenant_id = $1 AND r.${column} = $2
+        AND ($3::text IS NULL OR (r.started_at, r.attempt_number, r.id) >
+             (SELECT c.started_at, c.attempt_number, c.id FROM evidence_receipts c WHERE c.id = $3 AND c.tenant_id = $1 AND c.${column} = $2))
+      ORDER BY r.started_at, r.attempt_number, r.id LIMIT $4`,
+    [tenantId, resourceId, afterReceiptId, limit],
+  );
   return rows.length ? bundlesFor(pool, rows) : null;
 }
 

@@ -3,3 +3,4 @@ export { requestId } from './request-id';
 export { startHealthServer, type HealthServer, type ReadinessCheck, type ExtraRoutes } from './health-server';
 export { closeServer } from './close-server';
 export { onShutdownSignal } from './shutdown-signal';
+export { cidrContains, ipInAny, normalizeIp, parseCidr, parseCidrList, parseIp, type Cidr } from './cidr';

@@ -1,5 +1,5 @@
 import { retryTransient, type Pool } from '@hookline/db';
-import { buildHeaders, decide, destinationSettings, signatureHeaders, type BackoffPolicy, type DeliveryDefaults, type Outcome, type SendResult } from '@hookline/delivery';
+import { buildHeaders, decide, destinationSettings, notSent, openSecrets, signatureHeaders, type BackoffPolicy, type DeliveryDefaults, type Outcome, type SendResult } from '@hookline/delivery';
 import type { Logger } from '@hookline/logger';
 import type { JobData, Producer, Redis } from '@hookline/queues';
 import type { Breaker } from './circuit-breaker';
@@ -49,24 +49,13 @@ export interface BatchSummary {
   exhausted: number;
 }
 
-/** The destination's secrets opened, or null when one does not open (a wrong SECRETS_KEY). */
-function openAll(deps: DeliverDeps, sealed: string[]): string[] | null {
-  const plain = sealed.map(deps.openSecret);
-  return plain.every((s): s is string => s !== null) ? plain : null;
-}
-
-/** An attempt that sent nothing. */
-function notSent(errorKind: 'payload_missing' | 'signing_unavailable', error: string): SendResult {
-  return { statusCode: null, errorKind, error, responseBody: null, responseHeaders: null, startedAt: new Date(), durationMs: 0 };
-}
-
 async function sendOne(deps: DeliverDeps, p: Prepared, traceparent: string | undefined): Promise<SendResult> {
   const { d, settings } = p;
-  if (!d.body) return notSent('payload_missing', 'the retained payload was purged');
+  if (!d.body) return notSent('payload_missing');
   // Fail closed, as ingest does: a destination that has a secret never gets an unsigned
   // (or half-signed) request. Retried like any failure, then the DLQ (replay once fixed).
-  const secrets = openAll(deps, d.secrets);
-  if (!secrets) return notSent('signing_unavailable', 'a signing secret of the destination could not be opened (check SECRETS_KEY); nothing was sent');
+  const secrets = openSecrets(deps.openSecret, d.secrets);
+  if (!secrets) return notSent('signing_unavailable');
   const body = d.body;
   // Signed when the request leaves (signHeaders), not now: it may first wait for a slot.
   const headers = buildHeaders({

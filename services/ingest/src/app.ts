@@ -2,12 +2,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Pool } from '@hookline/db';
 import { AppError } from '@hookline/errors';
-import { BodyTooLargeError, closeServer, readBody, requestId, sendJson, sendProblem } from '@hookline/http';
+import { BodyTooLargeError, closeServer, readBody, requestId, sendJson, sendProblem, type Cidr } from '@hookline/http';
 import type { Logger } from '@hookline/logger';
 import { createMetrics, createTracer, observeHttp, sendMetrics, type HttpObservation, type Observability } from '@hookline/observability';
 import { onConfigChange, type Producer, type Redis } from '@hookline/queues';
 import { createSecretBox } from '@hookline/signing';
-import type { Cidr } from './cidr';
 import type { IngestConfig } from './config';
 import { createEventBatcher, type EventBatcher } from './event-batcher';
 import { createIngesterCache, type IngesterCache } from './ingester-cache';

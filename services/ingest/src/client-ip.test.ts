@@ -1,4 +1,4 @@
-import { parseCidrList } from './cidr';
+import { parseCidrList } from '@hookline/http';
 import { resolveClientIp } from './client-ip';
 
 const trusted = parseCidrList(['127.0.0.1/32', '10.0.0.0/8']).cidrs;

@@ -1,4 +1,4 @@
-import { ipInAny, normalizeIp, type Cidr } from './cidr';
+import { ipInAny, normalizeIp, type Cidr } from '@hookline/http';
 
 /**
  * The address a request came from. Only when the socket peer is a trusted proxy is

@@ -1,6 +1,6 @@
 import { baseEnv, ConfigError, type ConfigOf, type EnvSchema } from '@hookline/config';
 import { observabilityEnv } from '@hookline/observability';
-import { parseCidrList, type Cidr } from './cidr';
+import { parseCidrList, type Cidr } from '@hookline/http';
 
 /** Everything ingest reads from the environment (validated once, at boot, in main.ts). */
 export const ingestEnv = {

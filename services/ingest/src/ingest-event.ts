@@ -4,7 +4,7 @@ import { newId, type Pool } from '@hookline/db';
 import { AppError } from '@hookline/errors';
 import type { Logger } from '@hookline/logger';
 import type { TraceContext } from '@hookline/observability';
-import { ipInAny, type Cidr } from './cidr';
+import { ipInAny, type Cidr } from '@hookline/http';
 import { resolveClientIp } from './client-ip';
 import type { EventBatcher } from './event-batcher';
 import type { IngesterCache } from './ingester-cache';

@@ -1,5 +1,5 @@
 import { isProvider, type Provider } from '@hookline/signing';
-import { parseCidrList, type Cidr } from './cidr';
+import { parseCidrList, type Cidr } from '@hookline/http';
 
 /** Plans on which IP allowlists are enforced (SPEC.md: Pro and above). */
 const ALLOWLIST_PLANS = new Set(['pro', 'business', 'enterprise']);

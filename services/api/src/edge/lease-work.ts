@@ -1,4 +1,4 @@
-import { CLAIMABLE_SQL, flowActiveSql, freeSql, newLeaseOwner, basicAuth, buildHeaders, sendContextSelect, type SendContextColumns, decide, destinationSettings, recordOutcomes, type DestinationSettings, type Outcome, type SendResult, type WorkItem } from '@hookline/delivery';
+import { CLAIMABLE_SQL, flowActiveSql, freeSql, newLeaseOwner, basicAuth, buildHeaders, sendContextSelect, type SendContextColumns, decide, destinationSettings, notSent, openSecrets, recordOutcomes, type DestinationSettings, type Outcome, type WorkItem } from '@hookline/delivery';
 import type { EdgeCluster } from './edge-auth';
 import type { EdgeDeps } from './edge-deps';
 
@@ -39,12 +39,6 @@ export function leaseMsFor(leaseMs: number, timeoutMs: number): number {
   return Math.max(leaseMs, timeoutMs + Math.ceil(leaseMs / 2));
 }
 
-/** The destination's secrets opened, or null when one does not open (a wrong SECRETS_KEY). */
-function openAll(deps: EdgeDeps, sealed: string[] | null): string[] | null {
-  const plain = (sealed ?? []).map(deps.openSecret);
-  return plain.every((s): s is string => s !== null) ? plain : null;
-}
-
 // Signed here, at lease time, and not by the agent: the agent never holds a destination
 // secret (packages/edge README). That is honest about the signing time because the agent
 // does not queue leased work: it asks for at most its free room and starts every item as
@@ -80,11 +74,6 @@ function toItem(r: Row & { body: Buffer }, secrets: string[], leaseOwner: string
   };
 }
 
-/** An attempt the service refused to hand out: nothing was sent. */
-function notSent(errorKind: 'payload_missing' | 'signing_unavailable', error: string, now: Date): SendResult {
-  return { statusCode: null, errorKind, error, responseBody: null, responseHeaders: null, startedAt: now, durationMs: 0 };
-}
-
 /**
  * Leases up to `max` due deliveries of the cluster to one agent poll and returns them
  * ready to send. As the deliverer does, some are not handed out and get their attempt
@@ -102,11 +91,9 @@ export async function leaseWork(deps: EdgeDeps, cluster: EdgeCluster, input: { a
   const now = new Date();
   for (const r of rows) {
     const settings = destinationSettings(r.method, r.config, deps.policy.defaults);
-    const secrets = openAll(deps, r.secrets);
+    const secrets = openSecrets(deps.openSecret, r.secrets);
     if (!r.body || !secrets) {
-      const result = !r.body
-        ? notSent('payload_missing', 'the retained payload was purged', now)
-        : notSent('signing_unavailable', 'a signing secret of the destination could not be opened (check SECRETS_KEY); nothing was sent', now);
+      const result = notSent(!r.body ? 'payload_missing' : 'signing_unavailable', now);
       const attemptNumber = r.attempt_count + 1;
       refused.push({ deliveryId: r.id, tenantId: r.tenant_id, eventId: r.event_id, attemptNumber, result, decision: decide(settings, deps.policy.backoff, result, attemptNumber, r.replay_count) });
       continue;

@@ -1,5 +1,5 @@
-import { isIPv6 } from 'node:net';
 import type { Request } from 'express';
+import { normalizeIp } from '@hookline/http';
 
 /**
  * The client's address as express resolved it: the socket peer, or with TRUSTED_PROXIES
@@ -14,14 +14,8 @@ export function clientAddress(req: Request): string {
  * of an IPv6 address, since one subscriber usually holds a whole /64.
  */
 export function addressBucket(address: string): string {
-  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address)?.[1];
-  if (mapped) return mapped;
-  if (!isIPv6(address)) return address;
-  const [head = '', tail] = address.split('%')[0]!.split('::');
-  const front = head ? head.split(':') : [];
-  const back = tail ? tail.split(':') : [];
-  // An embedded IPv4 tail (::ffff:1.2.3.4, 64:ff9b::1.2.3.4) fills two groups.
-  const backGroups = back.reduce((n, g) => n + (g.includes('.') ? 2 : 1), 0);
-  const groups = tail === undefined ? front : [...front, ...Array<string>(8 - front.length - backGroups).fill('0'), ...back];
-  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
+  // Dotted quad for IPv4 (also v4-mapped), else the eight hextets written out.
+  const ip = normalizeIp(address);
+  if (!ip) return address;
+  return ip.includes(':') ? `${ip.split(':').slice(0, 4).join(':')}::/64` : ip;
 }

@@ -5,27 +5,13 @@ import { authenticate } from '../auth/authenticate';
 import { recordAudit } from '../audit/audit-log';
 import { actorOf, type AppContext, type Principal, type Reply, type RequestContext } from '../context';
 import { finishIdempotent, requestHash, startIdempotent, validIdempotencyKey } from '../limits/idempotency';
-import { rateLimitKey, takeToken } from '../limits/rate-limit';
+import { enforceRateLimit } from '../limits/rate-limit';
 import { assertJsonBody } from './json-body';
 import { isWrite, problemReply, type AuthedRoute, type RoutePipeline } from './route';
 import { assertValid } from './validate';
 
-async function rateLimit(app: AppContext, principal: Principal, res: Response): Promise<void> {
-  const limit = app.config.rateLimits[principal.plan];
-  let decision;
-  try {
-    decision = await takeToken(app.redis, rateLimitKey(app.config.QUEUE_PREFIX, principal.tenantId), limit);
-  } catch (err) {
-    // Redis down: the API stays usable (fail open); readiness reports Redis separately.
-    app.logger.warn('rate limiter unavailable', { err: (err as Error).message });
-    return;
-  }
-  res.setHeader('X-RateLimit-Limit', String(limit.perMinute));
-  res.setHeader('X-RateLimit-Remaining', String(Math.max(0, decision.remaining)));
-  if (!decision.allowed) {
-    const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-    throw new AppError('rate-limit-exceeded', `Rate limit of ${limit.perMinute} requests per minute (burst ${limit.burst}) exceeded.`, { retry_after_seconds: seconds }, { 'Retry-After': String(seconds) });
-  }
+function rateLimit(app: AppContext, principal: Principal, res: Response): Promise<void> {
+  return enforceRateLimit({ redis: app.redis, logger: app.logger, prefix: app.config.QUEUE_PREFIX }, principal.tenantId, app.config.rateLimits[principal.plan], res);
 }
 
 function audit(app: AppContext, route: AuthedRoute, ctx: RequestContext, res: Response): void {

@@ -1,3 +1,6 @@
+import type { Response } from 'express';
+import { AppError } from '@hookline/errors';
+import type { Logger } from '@hookline/logger';
 import type { Redis } from '@hookline/queues';
 import type { RateLimit } from '../config';
 
@@ -45,4 +48,35 @@ export async function takeToken(redis: Redis, key: string, limit: RateLimit): Pr
 
 export function rateLimitKey(prefix: string, tenantId: string): string {
   return `${prefix}:ratelimit:${tenantId}`;
+}
+
+/**
+ * Takes `cost` tokens (one per request; one per tool call of an MCP batch) from the tenant's
+ * bucket, sets `X-RateLimit-*`, and throws 429 `rate-limit-exceeded` (`retry_after_seconds`,
+ * `Retry-After`) when the bucket is empty; a refused token is not taken, so a batch stops at
+ * the first one missing. Redis down: the API stays usable (fail open); readiness reports
+ * Redis separately. The control API and the MCP surface both call this, on one budget.
+ */
+export async function enforceRateLimit(
+  deps: { redis: Redis; logger: Logger; prefix: string },
+  tenantId: string,
+  limit: RateLimit,
+  res: Response,
+  cost = 1,
+): Promise<void> {
+  const key = rateLimitKey(deps.prefix, tenantId);
+  let decision: RateDecision | undefined;
+  try {
+    for (let i = 0; i < cost && (decision?.allowed ?? true); i++) decision = await takeToken(deps.redis, key, limit);
+  } catch (err) {
+    deps.logger.warn('rate limiter unavailable', { err: (err as Error).message });
+    return;
+  }
+  if (!decision) return;
+  res.setHeader('X-RateLimit-Limit', String(limit.perMinute));
+  res.setHeader('X-RateLimit-Remaining', String(Math.max(0, decision.remaining)));
+  if (!decision.allowed) {
+    const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+    throw new AppError('rate-limit-exceeded', `Rate limit of ${limit.perMinute} requests per minute (burst ${limit.burst}) exceeded.`, { retry_after_seconds: seconds }, { 'Retry-After': String(seconds) });
+  }
 }
