@@ -37,6 +37,30 @@ describe('405 Method Not Allowed', () => {
     expect(res.body.instance).toBe('req-405-GET');
   });
 
+  it('answers 405 before reading the body: malformed JSON or another media type on a wrong method', async () => {
+    const t = await h.tenant();
+    for (const [path, allow] of [
+      ['/v1/openapi.json', 'GET, HEAD'],
+      [`/v1/tenants/${t.tenantId}/destinations`, 'GET, HEAD, POST'],
+    ] as const) {
+      for (const [type, body] of [
+        ['application/json', '{"name": '],
+        ['text/plain', 'hello'],
+      ] as const) {
+        const res = await fetch(`${h.url}${path}`, { method: 'PUT', headers: { 'content-type': type, 'x-request-id': 'req-405-body' }, body });
+        const problem = (await res.json()) as { type: string; instance: string };
+        expect({ path, type, status: res.status, allow: res.headers.get('allow'), problem: problem.type, instance: problem.instance }).toEqual({
+          path,
+          type,
+          status: 405,
+          allow,
+          problem: 'https://hookline.dev/errors/method-not-allowed',
+          instance: 'req-405-body',
+        });
+      }
+    }
+  });
+
   it('answers HEAD on a path without GET with 405 and Allow', async () => {
     const res = await fetch(`${h.url}/auth/login`, { method: 'HEAD' });
     expect([res.status, res.headers.get('allow')]).toEqual([405, 'POST']);

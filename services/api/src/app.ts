@@ -52,6 +52,13 @@ export function buildApp(deps: ApiDeps, plugins: readonly ApiPlugin[] = []): Api
   // Who the client is (req.ip): only TRUSTED_PROXIES may name it in X-Forwarded-For.
   app.set('trust proxy', deps.config.trustedProxies.length ? [...deps.config.trustedProxies] : false);
   app.use(requestIdMiddleware);
+  const extraPaths: ExtraPaths = Object.assign({}, ...plugins.map((p) => p.openApiPaths ?? {}));
+  const routes = allRoutes(extraPaths);
+  const openApi = (): Record<string, unknown> => buildOpenApi(routes, extraPaths);
+  // The document lists every path and method served (a test holds it to that), so it also
+  // says what a known path allows. Before the body parser: a wrong method is 405 whatever
+  // its body (malformed JSON included), as it is 405 before any credential.
+  app.use(methodNotAllowed(openApi()['paths'] as Record<string, Record<string, unknown>>));
   app.use(
     express.json({
       type: JSON_MEDIA_TYPE,
@@ -71,15 +78,10 @@ export function buildApp(deps: ApiDeps, plugins: readonly ApiPlugin[] = []): Api
     const ready = !draining && Object.values(checks).every(Boolean);
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', draining, checks });
   });
-  const extraPaths: ExtraPaths = Object.assign({}, ...plugins.map((p) => p.openApiPaths ?? {}));
-  const routes = allRoutes(extraPaths);
   const router = express.Router();
   mountRoutes(router, context, routes, pipeline);
   app.use(router);
   for (const plugin of plugins) plugin.mount(app, context);
-  const openApi = (): Record<string, unknown> => buildOpenApi(routes, extraPaths);
-  // The document lists every path and method served (a test holds it to that), so it also says what a known path allows.
-  app.use(methodNotAllowed(openApi()['paths'] as Record<string, Record<string, unknown>>));
   app.use(notFoundMiddleware);
   app.use(errorMiddleware(deps.logger));
   return { app, context, routes, openApi, setDraining: () => drain.abort() };

@@ -13,12 +13,19 @@ function pathPattern(openApiPath: string): RegExp {
 }
 
 /**
- * Runs after every route and plugin, before the 404 handler: a path the document lists,
- * called with a method it does not list, is 405 with `Allow`; an unknown path stays 404.
+ * Runs before the body parser and every route: a path the document lists, called with a
+ * method it does not list, is 405 with `Allow` (whatever its body or credentials); an
+ * unknown path goes on to the 404 handler.
  * `paths` is the OpenAPI `paths` object (method keys per path; HEAD comes with GET).
  */
 export function methodNotAllowed(paths: Record<string, Record<string, unknown>>): RequestHandler {
-  const known = Object.entries(paths).map(([path, ops]) => ({ pattern: pathPattern(path), methods: Object.keys(ops).filter((m) => (METHODS as readonly string[]).includes(m)) }));
+  // An operation documented without a success answer (the MCP endpoint's GET and DELETE,
+  // documented to say that they are 405) is not an allowed method.
+  const serves = (op: unknown): boolean => Object.keys((op as { responses?: object } | null)?.responses ?? { default: 1 }).some((code) => !/^[45]/.test(code));
+  const known = Object.entries(paths).map(([path, ops]) => ({
+    pattern: pathPattern(path),
+    methods: Object.entries(ops).filter(([m, op]) => (METHODS as readonly string[]).includes(m) && serves(op)).map(([m]) => m),
+  }));
   return (req, _res, next) => {
     const allowed = new Set<string>();
     for (const k of known) if (k.pattern.test(req.path)) k.methods.forEach((m) => allowed.add(m));
