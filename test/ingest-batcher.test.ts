@@ -23,6 +23,7 @@ const event = (n: number): PendingEvent => ({
   type: `t${n}`,
   correlationId: 'c'.repeat(32),
   dedupKey: null,
+  explicitKey: false,
   sourceIp: '127.0.0.1',
   receivedAt: new Date(),
   contentType: null,

@@ -35,7 +35,7 @@ export interface BatcherDeps {
 }
 
 export interface EventBatcher {
-  /** Resolves once the event is committed (or found to be a duplicate); rejects with a 503 AppError when it was not stored. */
+  /** Resolves once the event is committed (or found to be a duplicate, or an idempotency conflict); rejects with a 503 AppError when it was not stored. */
   submit(event: PendingEvent): Promise<Exclude<WriteOutcome, { kind: 'retry' }>>;
   /** Resolves when every submitted event has been answered and its `route` job sent. */
   drain(): Promise<void>;

@@ -52,9 +52,11 @@ const sha256 = (v: BinaryLike): string => createHash('sha256').update(v).digest(
  * One inbound webhook, after its body was read. Outcomes: accepted → 202 (stored and
  * committed), duplicate → 200 (the original event id). Refusals throw AppError: 404
  * unknown or inactive ingester, 403 address not allowed, 400 required header rule,
- * 401 signature (each with one ingest_rejections row), 503 PostgreSQL unavailable.
+ * 401 signature (each with one ingest_rejections row), 409 idempotency-conflict (an
+ * Idempotency-Key reused with another body; nothing stored, no rejection row), 503
+ * PostgreSQL unavailable.
  */
-export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise<Exclude<WriteOutcome, { kind: 'retry' }>> {
+export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise<Extract<WriteOutcome, { kind: 'accepted' | 'duplicate' }>> {
   const ing = await deps.cache.get(input.ingesterId).catch((err: Error) => {
     deps.logger.error('ingester lookup failed', { ingester_id: input.ingesterId, request_id: input.requestId, error: err.message });
     throw new AppError('service-unavailable', 'The endpoint cannot be resolved right now; retry later.', {}, { 'retry-after': '1' });
@@ -92,8 +94,11 @@ export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise
   }
 
   const idem = input.headers['idempotency-key'];
-  const key = (Array.isArray(idem) ? idem[0] : idem)?.trim() || adapter.dedupId(ctx);
-  return deps.batcher.submit({
+  // An explicit key is held to its body (a reuse with another body is a 409); a provider's
+  // delivery id is not: providers resend what they resend and cannot act on a 409.
+  const explicit = (Array.isArray(idem) ? idem[0] : idem)?.trim() || null;
+  const key = explicit ?? adapter.dedupId(ctx);
+  const outcome = await deps.batcher.submit({
     eventId: newId('evt'),
     tenantId: ing.tenantId,
     ingesterId: ing.id,
@@ -102,6 +107,7 @@ export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise
     traceparent: input.trace?.traceparent,
     // Keys are stored as given unless very long (then as their hash, still unique).
     dedupKey: key ? (key.length > MAX_KEY ? `sha256:${sha256(key)}` : key) : null,
+    explicitKey: explicit !== null,
     sourceIp,
     receivedAt: input.receivedAt,
     contentType: typeof input.headers['content-type'] === 'string' ? input.headers['content-type'] : null,
@@ -109,6 +115,10 @@ export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise
     query: input.query,
     body: input.body,
   });
+  if (outcome.kind === 'conflict') {
+    throw new AppError('idempotency-conflict', 'This Idempotency-Key was already used on this endpoint with a different request body.', { idempotency_key: explicit });
+  }
+  return outcome;
 }
 
 function providerContext(deps: IngestDeps, ing: IngesterSettings, input: IngestInput): ProviderContext {

@@ -13,6 +13,12 @@ export interface PendingEvent {
   traceparent?: string;
   /** Idempotency-Key, else the provider's delivery id; null when there is none. */
   dedupKey: string | null;
+  /**
+   * True when `dedupKey` is the request's own Idempotency-Key header, false when it is a
+   * provider's delivery id (or there is none). Only an explicit key is held to its body:
+   * reused with a different body it is a conflict; a provider id repeat is always a duplicate.
+   */
+  explicitKey: boolean;
   sourceIp: string | null;
   receivedAt: Date;
   contentType: string | null;
@@ -23,9 +29,11 @@ export interface PendingEvent {
 
 /**
  * accepted → 202 (a new event); duplicate → 200 with the event first stored for that key;
- * retry → 503 (the key's record vanished between the two statements: nothing was stored).
+ * conflict → 409 idempotency-conflict (an explicit Idempotency-Key whose live record holds
+ * another body: nothing was stored, the record is untouched); retry → 503 (the key's
+ * record vanished between the two statements: nothing was stored).
  */
-export type WriteOutcome = { kind: 'accepted'; eventId: string } | { kind: 'duplicate'; eventId: string } | { kind: 'retry' };
+export type WriteOutcome = { kind: 'accepted'; eventId: string } | { kind: 'duplicate'; eventId: string } | { kind: 'conflict' } | { kind: 'retry' };
 
 /**
  * One statement, so one round trip and atomic without BEGIN/COMMIT: claim each dedup
@@ -54,23 +62,33 @@ export const STORE = `WITH input AS (
   )
   SELECT id FROM stored`;
 
-// Read after the statement above has committed: the records that beat our claims.
-const ORIGINALS = `SELECT scope, key, response_body->>'event_id' AS event_id FROM idempotency_records
+// Read after the statement above has committed, only when some claims were lost: the
+// records that beat them, with the body hash each was stored with.
+const ORIGINALS = `SELECT scope, key, response_body->>'event_id' AS event_id, request_hash FROM idempotency_records
   WHERE (scope, key) IN (SELECT * FROM unnest($1::text[], $2::text[]))`;
 
 const slot = (e: PendingEvent): string => `ingest:${e.ingesterId}\n${e.dedupKey}`;
+const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
 /**
  * Stores a batch atomically and returns one outcome per item, in order. Two items of the
- * batch with the same key are one event: the later one is a duplicate of the first.
+ * batch with the same key are one event: the later one answers as a repeat of the first
+ * (a duplicate, or a conflict when it has an explicit key and another body).
+ *
+ * Each keyed item is compared with the record its key holds: the first item's own when it
+ * won the claim, else the record that beat it (read by ORIGINALS, the only extra round trip,
+ * and only for batches that lost a claim). The record does not say where its key came
+ * from; what decides is the item: an explicit Idempotency-Key with a body whose sha256
+ * differs from the record's `request_hash` is a conflict, anything else a duplicate.
  */
 export async function writeBatch(pool: Pool, items: readonly PendingEvent[], dedupWindowSeconds: number, timeoutMs?: number): Promise<WriteOutcome[]> {
+  const hashes = items.map((e) => (e.dedupKey === null ? null : sha256(e.body)));
   const firstOf = new Map<string, number>();
   items.forEach((e, i) => {
     if (e.dedupKey !== null && !firstOf.has(slot(e))) firstOf.set(slot(e), i);
   });
-  const input = items.filter((e, i) => e.dedupKey === null || firstOf.get(slot(e)) === i);
-  const col = <T>(f: (e: PendingEvent) => T): T[] => input.map(f);
+  const firsts = items.flatMap((e, i) => (e.dedupKey === null || firstOf.get(slot(e)) === i ? [i] : []));
+  const col = <T>(f: (e: PendingEvent, i: number) => T): T[] => firsts.map((i) => f(items[i]!, i));
   const { rows } = await pool.query<{ id: string }>(withTimeout(hotStatement('ingest_store', STORE, [
     col((e) => e.eventId),
     col((e) => e.tenantId),
@@ -84,28 +102,27 @@ export async function writeBatch(pool: Pool, items: readonly PendingEvent[], ded
     col((e) => JSON.stringify(e.headers)),
     col((e) => e.query),
     col((e) => e.body),
-    col((e) => (e.dedupKey === null ? null : createHash('sha256').update(e.body).digest('hex'))),
+    col((_e, i) => hashes[i]),
     dedupWindowSeconds,
   ]), timeoutMs));
   const stored = new Set(rows.map((r) => r.id));
-  const lost = input.filter((e) => !stored.has(e.eventId));
-  const original = new Map<string, string>();
+  const lost = firsts.map((i) => items[i]!).filter((e) => !stored.has(e.eventId));
+  const original = new Map<string, { eventId: string; requestHash: string }>();
   if (lost.length > 0) {
-    const found = await pool.query<{ scope: string; key: string; event_id: string | null }>(
+    const found = await pool.query<{ scope: string; key: string; event_id: string | null; request_hash: string }>(
       withTimeout({ text: ORIGINALS, values: [lost.map((e) => `ingest:${e.ingesterId}`), lost.map((e) => e.dedupKey)] }, timeoutMs),
     );
-    for (const r of found.rows) if (r.event_id) original.set(`${r.scope}\n${r.key}`, r.event_id);
+    for (const r of found.rows) if (r.event_id) original.set(`${r.scope}\n${r.key}`, { eventId: r.event_id, requestHash: r.request_hash });
   }
-  const outcomeOf = (e: PendingEvent): WriteOutcome => {
-    if (stored.has(e.eventId)) return { kind: 'accepted', eventId: e.eventId };
-    const earlier = original.get(slot(e));
-    return earlier ? { kind: 'duplicate', eventId: earlier } : { kind: 'retry' };
-  };
   return items.map((e, i): WriteOutcome => {
-    if (e.dedupKey === null) return outcomeOf(e);
-    const first = items[firstOf.get(slot(e))!]!;
-    const o = outcomeOf(first);
-    // A later copy within the batch answers like a duplicate of whatever the first became.
-    return first === e || o.kind === 'retry' ? o : { kind: 'duplicate', eventId: o.eventId };
+    if (stored.has(e.eventId)) return { kind: 'accepted', eventId: e.eventId };
+    if (e.dedupKey === null) return { kind: 'retry' };
+    const f = firstOf.get(slot(e))!;
+    const first = items[f]!;
+    // The record this key now holds: the first item's own (stored by this batch), else the one that beat it.
+    const record = stored.has(first.eventId) ? { eventId: first.eventId, requestHash: hashes[f]! } : original.get(slot(e));
+    if (!record) return { kind: 'retry' };
+    if (e.explicitKey && record.requestHash !== hashes[i]) return { kind: 'conflict' };
+    return { kind: 'duplicate', eventId: record.eventId };
   });
 }
