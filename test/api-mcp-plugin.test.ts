@@ -97,7 +97,7 @@ describe('the MCP plugin in the api', () => {
       expect((await limited.call('GET', `/v1/tenants/${other.tenantId}/mcp-keys`, { key: other.apiKey })).status).toBe(200);
 
       const gaps = (await limited.call('GET', '/ai/security/v1/security-gaps.json')).body.gaps as { id: string; description: string }[];
-      expect(gaps.find((g) => g.id === 'SG-006')!.description).toMatch(/^MCP calls .* share the tenant's per-plan rate limit with the control API/);
+      expect(gaps.find((g) => g.id === 'SG-006')!.description).toMatch(/the tenant's per-plan bucket, shared by the control API and MCP, and each MCP key's own bucket/);
       const nonClaims = (await limited.call('GET', '/ai/evidence/v1/non-claims.json')).body;
       expect(JSON.stringify([gaps, nonClaims])).not.toMatch(/not rate-limited/);
     } finally {

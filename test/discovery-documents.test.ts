@@ -90,12 +90,19 @@ test('the published registries say what the evidence and the MCP surface do not 
   const nonClaims = (await h.http('GET', '/ai/evidence/v1/non-claims.json')).body;
   // A root names no earlier root (see rootSchema): the registries must not imply a chain.
   expect(nonClaims.categories.evidence).toEqual(expect.arrayContaining([expect.stringMatching(/^Merkle roots are not chained/)]));
-  // MCP calls are rate-limited with the control API (test/mcp-rate-limit.test.ts): what is published is what is still missing.
-  expect(nonClaims.categories.api).toEqual(expect.arrayContaining([expect.stringMatching(/^There is no rate limit per MCP key: MCP calls .* count against the tenant's per-plan API rate limit/)]));
-  expect(JSON.stringify(nonClaims)).not.toMatch(/not rate-limited/);
+  // MCP calls are rate-limited with the control API (test/mcp-rate-limit.test.ts) and per MCP
+  // key (test/mcp-key-rate-limit.test.ts): what is published is what is still missing.
+  expect(nonClaims.categories.api).toEqual(expect.arrayContaining([expect.stringMatching(/^Only MCP keys have a rate limit of their own/), expect.stringMatching(/fail open: while Redis is unreachable/)]));
+  expect(JSON.stringify(nonClaims)).not.toMatch(/not rate-limited|no rate limit per MCP key/);
   const gaps = (await h.http('GET', '/ai/security/v1/security-gaps.json')).body.gaps as { id: string; title: string; description: string }[];
-  expect(gaps.find((g) => g.id === 'SG-006')).toMatchObject({ title: 'Per-key rate limits for MCP agents', description: expect.stringMatching(/share the tenant's per-plan rate limit with the control API; there is no limit per MCP key/) });
-  expect(gaps.map((g) => g.description).join('\n')).not.toMatch(/are not rate-limited|relies on the host/);
+  expect(gaps.find((g) => g.id === 'SG-006')).toMatchObject({ title: 'Rate limits fail open without Redis', description: expect.stringMatching(/each MCP key's own bucket\) live in Redis, and the limiter fails open/) });
+  expect(gaps.map((g) => `${g.title}\n${g.description}`).join('\n')).not.toMatch(/are not rate-limited|relies on the host|no limit per MCP key|Per-key rate limits/);
+  // The per-key limit is claimed with the tests that prove it, and a runaway key is in the threat model.
+  const trust003 = manifest.capabilities.find((c) => c.proof_id === 'TRUST-003')!;
+  expect(trust003).toMatchObject({ proof_status: 'proven_local_mock', description: expect.stringMatching(/Each key has its own rate limit/) });
+  expect(trust003.evidence_refs).toEqual(expect.arrayContaining([expect.stringMatching(/^test\/mcp-key-rate-limit\.test\.ts#/)]));
+  const threats = (await h.http('GET', '/ai/security/v1/threat-model.json')).body.threats as { id: string; category: string; mitigations: string[] }[];
+  expect(threats.find((t) => t.id === 'TM-011')).toMatchObject({ category: 'denial_of_service', mitigations: ['mcp_key_auth'] });
   const tm003 = (await h.http('GET', '/ai/security/v1/threat-model.json')).body.threats.find((t: { id: string }) => t.id === 'TM-003');
   expect(tm003.residual_risk).not.toMatch(/before it is sealed/);
 });

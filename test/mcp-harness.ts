@@ -10,7 +10,7 @@ import { cachedDiscovery, evidenceKey, issueReceipts, sealWindow } from '@hookli
 import { createLogger } from '@hookline/logger';
 import { createProducer, createRedis, type Producer, type Redis } from '@hookline/queues';
 import { createTestDatabase, flushPrefix, seedTenant, uniquePrefix, type SeededTenant, type TestDatabase } from '@hookline/testing';
-import { parseRateLimits } from '../services/api/src/config';
+import { parseMcpKeyRateLimit, parseRateLimits } from '../services/api/src/config';
 import { createDiscoveryRouter, REPO_ROOT } from '../services/api/src/discovery/discovery.routes';
 import { errorMiddleware, notFoundMiddleware } from '../services/api/src/http/error.middleware';
 import type { McpDeps } from '../services/api/src/mcp/mcp-deps';
@@ -39,8 +39,11 @@ export interface McpHarness {
   close(): Promise<void>;
 }
 
-/** `rateLimits` as RATE_LIMITS spells it; by default too high for a test to reach. */
-export async function startMcp(label: string, opts: { rateLimits?: string } = {}): Promise<McpHarness> {
+/**
+ * `rateLimits` as RATE_LIMITS spells it, `mcpKeyRateLimit` as MCP_KEY_RATE_LIMIT does; by
+ * default too high for a test to reach (a key's limit is capped at its plan's).
+ */
+export async function startMcp(label: string, opts: { rateLimits?: string; mcpKeyRateLimit?: string } = {}): Promise<McpHarness> {
   const db = await createTestDatabase(label);
   const prefix = uniquePrefix(label);
   const redis = createRedis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', 'producer');
@@ -54,6 +57,7 @@ export async function startMcp(label: string, opts: { rateLimits?: string } = {}
     logger: createLogger('mcp-test', 'error'),
     queuePrefix: prefix,
     rateLimits: parseRateLimits(opts.rateLimits ?? 'free=100000/100000,pro=100000/100000,business=100000/100000,enterprise=100000/100000'),
+    mcpKeyRateLimit: parseMcpKeyRateLimit(opts.mcpKeyRateLimit ?? '100000/100000'),
     build: { version: '0.1.0-test', commit: null },
     discovery: cachedDiscovery({
       repoRoot: REPO_ROOT,

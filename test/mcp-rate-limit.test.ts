@@ -122,18 +122,48 @@ test('a JSON-RPC batch takes one token per tool call', async () => {
   expectRateLimited(three.body[1].result._meta['hookline/problem'], three);
 });
 
-test('with Redis unreachable the limiter fails open, as the control API does', async () => {
-  const t = await seedTenant(h.db.pool, { plan: 'free' });
-  const key = await mcpKey(h, t);
+/** Runs `fn` with the api's Redis client swapped for one that is disconnected. */
+async function withRedisDown(fn: () => Promise<void>): Promise<void> {
   const live = h.deps.redis;
   const dead = createRedis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', 'producer');
   dead.disconnect();
   h.deps.redis = dead;
   try {
-    const statuses: number[] = [];
-    for (let i = 0; i < 6; i++) statuses.push((await h.http('POST', '/v1/mcp/tools/list_non_claims', { headers: { 'x-mcp-api-key': key.key }, body: {} })).status);
-    expect(statuses).toEqual(Array(6).fill(200));
+    await fn();
   } finally {
     h.deps.redis = live;
   }
+}
+
+test('with Redis unreachable the limiter fails open, as the control API does', async () => {
+  const t = await seedTenant(h.db.pool, { plan: 'free' });
+  const key = await mcpKey(h, t);
+  await withRedisDown(async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await h.http('POST', '/v1/mcp/tools/list_non_claims', { headers: { 'x-mcp-api-key': key.key }, body: {} })).status);
+    expect(statuses).toEqual(Array(6).fill(200));
+  });
+});
+
+test("with Redis unreachable a key's own limit fails open too, and holds again once Redis is back", async () => {
+  const t = await seedTenant(h.db.pool, { plan: 'pro' }); // 8
+  const made = await h.http('POST', keys(t.tenantId), { headers: { 'x-api-key': t.apiKey }, body: { name: 'agent', rate_limit: { per_minute: 1, burst: 1 } } }); // 7
+  expect([made.status, made.body.rate_limit]).toEqual([201, { per_minute: 1, burst: 1, source: 'key' }]);
+  const headers = { 'x-mcp-api-key': made.body.key };
+  expect((await h.http('GET', '/v1/mcp/health', { headers })).status).toBe(200); // key 0, tenant 6
+  const refused = await h.http('GET', '/v1/mcp/health', { headers });
+  expectRateLimited(refused.body, refused);
+  expect(refused.headers.get('x-ratelimit-scope')).toBe('mcp_key');
+  await withRedisDown(async () => {
+    const answers: unknown[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await h.http('GET', '/v1/mcp/health', { headers });
+      answers.push([res.status, res.headers.get('x-ratelimit-remaining'), res.headers.get('x-ratelimit-scope')]);
+    }
+    // Served, without X-RateLimit-* headers: no bucket was read.
+    expect(answers).toEqual(Array(3).fill([200, null, null]));
+  });
+  const after = await h.http('GET', '/v1/mcp/health', { headers });
+  expectRateLimited(after.body, after);
+  expect([after.headers.get('x-ratelimit-scope'), after.headers.get('x-ratelimit-remaining')]).toEqual(['mcp_key', '0']);
 });

@@ -18,6 +18,12 @@ export const apiEnv = {
     default: 'free=100/200,pro=600/1200,business=3000/6000,enterprise=10000/20000',
     description: 'Per-plan API rate limit: plan=<requests per minute>/<burst>, comma-separated',
   },
+  MCP_KEY_RATE_LIMIT: {
+    type: 'string',
+    default: '60/120',
+    description:
+      "Default rate limit of each MCP key, <requests per minute>/<burst> (as a RATE_LIMITS entry), on top of its tenant's plan limit and never above it; a key created with its own rate_limit uses that instead",
+  },
   LOGIN_MAX_FAILURES_PER_ACCOUNT: { type: 'integer', default: 10, minimum: 1, description: 'Failed POST /auth/login attempts per email within LOGIN_FAILURE_WINDOW_SECONDS; past it → 429 (a success resets it)' },
   LOGIN_MAX_FAILURES_PER_IP: { type: 'integer', default: 50, minimum: 1, description: 'Failed POST /auth/login attempts per client address (IPv6: per /64) within LOGIN_FAILURE_WINDOW_SECONDS; past it → 429' },
   LOGIN_FAILURE_WINDOW_SECONDS: { type: 'integer', default: 900, minimum: 1, maximum: 86400, description: 'Sliding window over which failed logins are counted' },
@@ -47,6 +53,8 @@ export interface RateLimit {
 
 export interface ApiConfig extends ApiEnv {
   rateLimits: Record<PlanName, RateLimit>;
+  /** MCP_KEY_RATE_LIMIT parsed: the bucket of an MCP key without a limit of its own. */
+  mcpKeyRateLimit: RateLimit;
   /** DEDICATED_POOLS parsed: tenant id → deliverer pool (absent: the default `deliver` queue). */
   pools: ReadonlyMap<string, string>;
   /** TRUSTED_PROXIES as express's `trust proxy` list (empty: trust no proxy). */
@@ -67,6 +75,17 @@ export function parseRateLimits(spec: string): Record<PlanName, RateLimit> {
   const missing = PLANS.filter((p) => !out[p]);
   if (missing.length) throw new ConfigError([`RATE_LIMITS lacks ${missing.join(', ')}`]);
   return out as Record<PlanName, RateLimit>;
+}
+
+/**
+ * Parses MCP_KEY_RATE_LIMIT: one `<per minute>/<burst>` as a RATE_LIMITS entry spells it,
+ * both at least 1 (a key's bucket refills; 0 would refuse every call for good).
+ */
+export function parseMcpKeyRateLimit(spec: string): RateLimit {
+  const m = /^(\d+)\/(\d+)$/.exec(spec.trim());
+  const limit = m ? { perMinute: Number(m[1]), burst: Number(m[2]) } : undefined;
+  if (!limit || limit.perMinute < 1 || limit.burst < 1) throw new ConfigError([`MCP_KEY_RATE_LIMIT "${spec}" is not <per minute>/<burst> with both at least 1`]);
+  return limit;
 }
 
 const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
@@ -94,5 +113,11 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
   } catch (err) {
     throw new ConfigError([(err as Error).message]);
   }
-  return { ...base, rateLimits: parseRateLimits(base.RATE_LIMITS), pools, trustedProxies: parseTrustedProxies(base.TRUSTED_PROXIES) };
+  return {
+    ...base,
+    rateLimits: parseRateLimits(base.RATE_LIMITS),
+    mcpKeyRateLimit: parseMcpKeyRateLimit(base.MCP_KEY_RATE_LIMIT),
+    pools,
+    trustedProxies: parseTrustedProxies(base.TRUSTED_PROXIES),
+  };
 }

@@ -29,7 +29,8 @@ export const NON_CLAIMS: Readonly<Record<string, readonly string[]>> = {
   api: [
     'The public Customer API is a planned contract; /api/bff/v1 is internal and not a public contract.',
     'MCP is a draft public contract; its tools may change.',
-    "There is no rate limit per MCP key: MCP calls (/v1/mcp, its REST mirror and MCP key management) count against the tenant's per-plan API rate limit, one budget shared with the control API.",
+    "Only MCP keys have a rate limit of their own: API keys and session tokens, and MCP key management done with them, draw on the tenant's per-plan limit alone, and several MCP keys together can still spend it.",
+    'The rate limits (per tenant and per MCP key) live in Redis and fail open: while Redis is unreachable, requests are not limited.',
   ],
 };
 

@@ -38,6 +38,7 @@ export const THREATS: readonly Threat[] = [
   { id: 'TM-008', category: 'elevation_of_privilege', asset: 'private networks', threat: 'A destination URL is used to reach internal services (SSRF).', mitigations: ['ssrf_protection'], residual_risk: 'Allowlisted ranges are trusted by the operator.' },
   { id: 'TM-009', category: 'elevation_of_privilege', asset: 'MCP write tools', threat: 'An AI agent with a read key retries, replays or reconfigures deliveries.', mitigations: ['mcp_write_disabled_by_default', 'audited_writes'], residual_risk: 'Once a group is enabled for a key, every holder of that key can use it.' },
   { id: 'TM-010', category: 'denial_of_service', asset: 'delivery pipeline', threat: 'Redis loses queued jobs or a component restarts mid-flight.', mitigations: ['no_loss_on_queue_loss', 'durable_ingest'], residual_risk: 'Loss of PostgreSQL is not covered; there is no multi-region failover.' },
+  { id: 'TM-011', category: 'denial_of_service', asset: "a tenant's API budget", threat: "A runaway or stolen MCP agent key spends the tenant's whole rate limit, so its other agents and the control API get 429.", mitigations: ['mcp_key_auth'], residual_risk: "Each MCP key has its own bucket, but several keys together can still spend the tenant's; the buckets live in Redis and fail open while it is unreachable." },
 ];
 
 /** Security work known to be missing after v1. */
@@ -48,10 +49,11 @@ export const SECURITY_GAPS = [
   { id: 'SG-004', title: 'Automatic certificate rotation', description: 'mTLS client certificates are rotated manually.', severity: 'low' },
   { id: 'SG-005', title: 'Write-once audit storage', description: 'Audit rows can be altered by anyone with database write access.', severity: 'medium' },
   {
+    // Was "Per-key rate limits for MCP agents": built (TRUST-003); what is left is the outage.
     id: 'SG-006',
-    title: 'Per-key rate limits for MCP agents',
+    title: 'Rate limits fail open without Redis',
     description:
-      "MCP calls (/v1/mcp, the REST mirror, MCP key management) share the tenant's per-plan rate limit with the control API; there is no limit per MCP key, so one runaway agent key can spend the tenant's whole budget (429 for its other callers too). The limiter fails open: while Redis is unreachable, MCP calls are not limited.",
+      "The rate limits (the tenant's per-plan bucket, shared by the control API and MCP, and each MCP key's own bucket) live in Redis, and the limiter fails open: while Redis is unreachable, no limit applies, to MCP calls or to the control API.",
     severity: 'low',
   },
   { id: 'SG-007', title: 'External security review', description: 'No penetration test or third-party audit has been performed.', severity: 'high' },

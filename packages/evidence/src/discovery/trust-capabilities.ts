@@ -25,12 +25,22 @@ export const TRUST_CAPABILITIES: readonly CapabilityDef[] = [
   {
     id: 'mcp_key_auth',
     proof_id: 'TRUST-003',
-    name: 'MCP key authentication',
-    description: 'MCP access needs an X-MCP-API-Key with the mcp_ prefix, stored hashed, tenant-scoped and revocable; each tool and REST mirror route checks its MCP scope.',
-    implementation: ['services/api/src/mcp/mcp-auth.ts'],
-    proofs: [{ file: 'test/mcp-server.test.ts', tests: ['refuses a missing key, a key without the mcp_ prefix and a revoked key with 401', 'a tool outside the scopes of the key answers 403 insufficient-scope'] }],
+    name: 'MCP key authentication and per-key rate limits',
+    description:
+      "MCP access needs an X-MCP-API-Key with the mcp_ prefix, stored hashed, tenant-scoped and revocable; each tool and REST mirror route checks its MCP scope. Each key has its own rate limit (set at creation, else MCP_KEY_RATE_LIMIT, never above the plan's), taken on top of its tenant's plan limit, so one runaway agent key cannot spend the tenant's whole budget.",
+    implementation: ['services/api/src/mcp/mcp-auth.ts', 'services/api/src/mcp/mcp-rate-limit.ts', 'services/api/src/limits/rate-limit.ts'],
+    proofs: [
+      { file: 'test/mcp-server.test.ts', tests: ['refuses a missing key, a key without the mcp_ prefix and a revoked key with 401', 'a tool outside the scopes of the key answers 403 insufficient-scope'] },
+      {
+        file: 'test/mcp-key-rate-limit.test.ts',
+        tests: [
+          "a key past its burst gets 429 while another key and the control API of its tenant go on",
+          "the JSON-RPC endpoint, the REST mirror and the tool-call route all draw on the key's bucket",
+        ],
+      },
+    ],
     otherwise: 'planned',
-    non_claims: ['Mutual TLS for MCP clients is not implemented; MCP uses API keys only.'],
+    non_claims: ['Mutual TLS for MCP clients is not implemented; MCP uses API keys only.', 'Rate limits live in Redis and fail open: while it is unreachable, MCP calls are not limited per key or per tenant.'],
   },
   {
     id: 'mcp_write_disabled_by_default',

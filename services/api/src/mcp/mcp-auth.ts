@@ -22,12 +22,14 @@ interface KeyRow {
   usable: boolean;
   stale_use: boolean;
   tool_groups: string[];
+  rate_limit_per_minute: number | null;
+  rate_limit_burst: number | null;
 }
 
-/** One lookup: the key by its sha256, its tenant's plan, whether it is usable, and the write groups granted to it. */
+/** One lookup: the key by its sha256, its tenant's plan, whether it is usable, the write groups granted to it, and its own rate limit. */
 async function findKey(deps: McpDeps, key: string): Promise<KeyRow | undefined> {
   const { rows } = await deps.pool.query<KeyRow>(
-    `SELECT k.id, k.tenant_id, t.plan::text AS plan, k.scopes, k.kind,
+    `SELECT k.id, k.tenant_id, t.plan::text AS plan, k.scopes, k.kind, k.rate_limit_per_minute, k.rate_limit_burst,
             (k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())) AS usable,
             (k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute') AS stale_use,
             COALESCE((SELECT array_agg(g.tool_group) FROM mcp_tool_grants g WHERE g.api_key_id = k.id), '{}') AS tool_groups
@@ -52,7 +54,8 @@ export async function authenticateMcp(deps: McpDeps, headers: IncomingHttpHeader
   const row = await findKey(deps, key);
   if (!row || row.kind !== 'mcp' || !row.usable) throw unauthorized('The MCP API key is invalid, revoked or expired.');
   touch(deps, row);
-  return { keyId: row.id, tenantId: row.tenant_id, plan: row.plan, scopes: new Set(row.scopes), toolGroups: new Set(row.tool_groups) };
+  const rateLimit = row.rate_limit_per_minute !== null && row.rate_limit_burst !== null ? { perMinute: row.rate_limit_per_minute, burst: row.rate_limit_burst } : null;
+  return { keyId: row.id, tenantId: row.tenant_id, plan: row.plan, scopes: new Set(row.scopes), toolGroups: new Set(row.tool_groups), rateLimit };
 }
 
 /** The default control-API authentication for key management: `X-API-Key` or Bearer `hk_…`. */

@@ -25,6 +25,11 @@ export interface McpDeps {
   queuePrefix: string;
   /** RATE_LIMITS per plan, as the control API applies them (same Redis bucket per tenant). */
   rateLimits: Readonly<Record<PlanName, RateLimit>>;
+  /**
+   * MCP_KEY_RATE_LIMIT: the bucket of an MCP key created without a `rate_limit` of its own,
+   * taken on top of its tenant's (mcp-rate-limit.ts); capped at the tenant's plan.
+   */
+  mcpKeyRateLimit: RateLimit;
   /** DEDICATED_POOLS (tenant id → pool): retries and replays go to `deliver.<pool>`; absent, to `deliver`. */
   pools?: ReadonlyMap<string, string>;
   /** The discovery documents (capabilities, proofs, non-claims); built once by the caller. */
@@ -47,6 +52,8 @@ export interface McpPrincipal {
   scopes: ReadonlySet<string>;
   /** Write tool groups enabled for this key. */
   toolGroups: ReadonlySet<string>;
+  /** The key's own rate limit, set at creation; null: MCP_KEY_RATE_LIMIT. */
+  rateLimit: RateLimit | null;
 }
 
 export interface McpContext {

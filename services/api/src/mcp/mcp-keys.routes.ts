@@ -16,17 +16,18 @@ interface KeyAdmin extends ApiCaller {
 
 /**
  * Who is calling: an MCP key (X-MCP-API-Key) or a control-API credential; then its tenant's
- * rate limit, as on every control-API route (429, not audited there either).
+ * rate limit, as on every control-API route, and an MCP key's own (429, not audited there
+ * either).
  */
 async function identify(deps: McpDeps, req: Request, res: Response): Promise<KeyAdmin> {
-  let admin: KeyAdmin;
   if (req.headers['x-mcp-api-key'] !== undefined) {
     const p = await authenticateMcp(deps, req.headers);
-    admin = { kind: 'mcp_key', id: p.keyId, tenantId: p.tenantId, plan: p.plan, scopes: p.scopes, viaMcp: true };
-  } else {
-    admin = { ...(await (deps.authenticateApiCaller ?? ((h) => authenticateApiKeyOnly(deps, h)))(req.headers)), viaMcp: false };
+    const admin: KeyAdmin = { kind: 'mcp_key', id: p.keyId, tenantId: p.tenantId, plan: p.plan, scopes: p.scopes, viaMcp: true };
+    await rateLimitMcp(deps, admin, p, res);
+    return admin;
   }
-  await rateLimitMcp(deps, admin, res);
+  const admin: KeyAdmin = { ...(await (deps.authenticateApiCaller ?? ((h) => authenticateApiKeyOnly(deps, h)))(req.headers)), viaMcp: false };
+  await rateLimitMcp(deps, admin, null, res);
   return admin;
 }
 
@@ -73,8 +74,8 @@ export function mcpKeyRoutes(router: Router, deps: McpDeps, json: RequestHandler
     // An MCP administrator hands out only scopes it holds itself, the default scopes included.
     const beyond = admin.viaMcp ? (body.scopes ?? DEFAULT_MCP_SCOPES).find((s) => !admin.scopes.has(s)) : undefined;
     if (beyond) throw new AppError('insufficient-scope', `A key cannot be given ${beyond}, which this credential lacks.`, { required_scope: beyond });
-    const key = await createMcpKey(deps, admin.tenantId, body);
-    return { status: 201, body: key, resourceId: key.id, params: { name: key.name, scopes: key.scopes, expires_at: key.expires_at } };
+    const key = await createMcpKey(deps, admin.tenantId, admin.plan, body);
+    return { status: 201, body: key, resourceId: key.id, params: { name: key.name, scopes: key.scopes, expires_at: key.expires_at, rate_limit: body.rate_limit ?? null } };
   }));
   router.delete(`${BASE}/:kid`, write(deps, 'mcp_keys.revoke', 'write', async (admin, req) => {
     const key = await revokeMcpKey(deps, admin.tenantId, param(req, 'kid'));

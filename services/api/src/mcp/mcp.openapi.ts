@@ -44,21 +44,41 @@ const op = (o: Op): Doc => ({
   responses: o.responses,
 });
 
-/** A REST mirror read (SPEC.md, MCP evidence endpoints): MCP key, one scope, the tenant's rate limit. */
+/**
+ * How every MCP route is rate-limited. X-RateLimit-Limit and X-RateLimit-Remaining describe
+ * the bucket that binds, named by X-RateLimit-Scope (tenant or mcp_key): the one that refused,
+ * else the one with the fewest tokens left.
+ */
+const RATE =
+  "Rate-limited per tenant as the control API (its plan's RATE_LIMITS bucket, shared with the control API) and per MCP key (the key's own bucket: its rate_limit, else MCP_KEY_RATE_LIMIT, never above the plan's): a token from each, all or none, so a refusal by one spends nothing of the other; 429 rate-limit-exceeded with retry_after_seconds and Retry-After when either is empty. X-RateLimit-Limit and X-RateLimit-Remaining describe the bucket that binds (the one that refused, else the one with the fewest tokens left), named by X-RateLimit-Scope: tenant or mcp_key.";
+
+/** A REST mirror read (SPEC.md, MCP evidence endpoints): MCP key, one scope, the key's and the tenant's rate limits. */
 const mirror = (operationId: string, summary: string, scope: string, response: Doc, params: string[] = [], extra: Doc[] = []): Doc => ({
-  get: op({ operationId, summary, security: MCP_KEY, scope, params: [...pathParams(...params), ...extra], responses: { 200: json(response), ...errors(...(extra.length ? [400] : []), 401, 403, ...(params.length ? [404] : []), 429) } }),
+  get: op({ operationId, summary, description: RATE, security: MCP_KEY, scope, params: [...pathParams(...params), ...extra], responses: { 200: json(response), ...errors(...(extra.length ? [400] : []), 401, 403, ...(params.length ? [404] : []), 429) } }),
 });
 const limitParam = { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } };
 
 const keyView = {
   type: 'object',
-  required: ['id', 'name', 'prefix', 'scopes', 'tool_groups', 'created_at', 'last_used_at', 'expires_at', 'revoked_at'],
+  required: ['id', 'name', 'prefix', 'scopes', 'tool_groups', 'rate_limit', 'created_at', 'last_used_at', 'expires_at', 'revoked_at'],
   properties: {
     id: { type: 'string' },
     name: { type: 'string' },
     prefix: { type: 'string' },
     scopes: { type: 'array', items: { type: 'string' } },
     tool_groups: { type: 'array', items: { type: 'string', enum: ['retry', 'replay', 'configuration'] } },
+    rate_limit: {
+      type: 'object',
+      required: ['per_minute', 'burst', 'source'],
+      additionalProperties: false,
+      description:
+        "The limit of this key's own token bucket now, taken on top of its tenant's plan limit: source key (set at creation), default (MCP_KEY_RATE_LIMIT) or plan (capped at the tenant's plan limit)",
+      properties: {
+        per_minute: { type: 'integer', minimum: 1 },
+        burst: { type: 'integer', minimum: 1 },
+        source: { type: 'string', enum: ['key', 'default', 'plan'] },
+      },
+    },
     created_at: { type: 'string', format: 'date-time' },
     last_used_at: { type: ['string', 'null'], format: 'date-time' },
     expires_at: { type: ['string', 'null'], format: 'date-time' },
@@ -68,7 +88,7 @@ const keyView = {
 };
 
 const KEY_ACCESS =
-  "A control-API credential (read:api-keys to list, write:api-keys to change) or an MCP key with mcp:admin:keys; enabling a write group needs write:api-keys. Writes are audited. Rate-limited per tenant as the control API (the caller's tenant and plan).";
+  "A control-API credential (read:api-keys to list, write:api-keys to change) or an MCP key with mcp:admin:keys; enabling a write group needs write:api-keys. Writes are audited. Rate-limited per tenant as the control API (the caller's tenant and plan) and, when called with an MCP key, by that key's own bucket too (see the MCP endpoint).";
 const keyOp = (operationId: string, summary: string, params: string[], status: number, extraErrors: number[], body?: Doc): Doc =>
   op({ operationId, summary, description: KEY_ACCESS, security: KEY_ADMIN, params: pathParams('tid', ...params), body, responses: { [status]: json(keyView), ...errors(...extraErrors, 401, 403, 404, 429) } });
 
@@ -89,11 +109,11 @@ export const mcpPaths: ExtraPaths = {
       operationId: 'mcp.endpoint',
       summary: 'MCP Streamable HTTP endpoint (stateless, JSON responses)',
       description:
-        'JSON-RPC 2.0 messages of the Model Context Protocol (initialize, tools/list, tools/call, …). Send Accept: application/json, text/event-stream. Each tool needs its MCP scope; write tool groups answer a tool error write-tool-disabled (tool_group) until enabled for the key; access is checked before arguments. Transport errors (bad Accept or content type, malformed JSON-RPC) answer a JSON-RPC error body, as MCP requires. Rate-limited per tenant as the control API: each request takes one token, a batch one per tools/call.',
+        'JSON-RPC 2.0 messages of the Model Context Protocol (initialize, tools/list, tools/call, …). Send Accept: application/json, text/event-stream. Each tool needs its MCP scope; write tool groups answer a tool error write-tool-disabled (tool_group) until enabled for the key; access is checked before arguments. Transport errors (bad Accept or content type, malformed JSON-RPC) answer a JSON-RPC error body, as MCP requires. Each request takes one token, a batch one per tools/call, admitted whole or not at all (a batch with more tool calls than a burst never is). ' + RATE,
       security: MCP_KEY,
       body: { oneOf: [jsonRpc, { type: 'array', items: jsonRpc }] },
       responses: {
-        200: json(jsonRpc, 'JSON-RPC response'),
+        200: json({ oneOf: [jsonRpc, { type: 'array', items: jsonRpc }] }, 'JSON-RPC response (an array of them for a batch)'),
         202: { description: 'Notification accepted (no body)' },
         400: { description: 'Invalid JSON (problem details) or invalid JSON-RPC (JSON-RPC error)', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } }, 'application/json': { schema: jsonRpc } } },
         401: problem(401),
@@ -142,7 +162,7 @@ export const mcpPaths: ExtraPaths = {
       operationId: 'mcp.callTool',
       summary: 'Call one MCP tool over plain HTTP (the body is its arguments)',
       description:
-        'A read tool needs its MCP scope (403 insufficient-scope); a write tool needs its group enabled for the key (403 write-tool-disabled with tool_group); both are checked before the arguments (400). Write calls are audited, refusals included. Rate-limited per tenant as the control API.',
+        'A read tool needs its MCP scope (403 insufficient-scope); a write tool needs its group enabled for the key (403 write-tool-disabled with tool_group); both are checked before the arguments (400). Write calls are audited, refusals included. ' + RATE,
       security: MCP_KEY,
       params: pathParams('name'),
       body: { type: 'object', description: "The tool's input schema (tools/list)" },
@@ -158,7 +178,7 @@ export const mcpPaths: ExtraPaths = {
       params: pathParams('tid'),
       responses: { 200: json({ type: 'object', required: ['mcp_keys'], properties: { mcp_keys: { type: 'array', items: keyView } } }), ...errors(401, 403, 404, 429) },
     }),
-    post: keyOp('mcp.keys.create', 'Create an mcp_… key (read scopes by default; shown once)', [], 201, [400, 413, 415, 422], jsonSchemaOf(createKeyBody)),
+    post: keyOp('mcp.keys.create', 'Create an mcp_… key (read scopes by default; shown once), optionally with its own rate limit', [], 201, [400, 413, 415, 422], jsonSchemaOf(createKeyBody)),
   },
   '/v1/tenants/{tid}/mcp-keys/{kid}': { delete: keyOp('mcp.keys.revoke', 'Revoke an MCP key at once (its write groups go with it)', ['kid'], 200, []) },
   '/v1/tenants/{tid}/mcp-keys/{kid}/tool-groups/{group}': {

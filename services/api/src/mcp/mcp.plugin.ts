@@ -46,6 +46,7 @@ export function mcpPlugin(config: ApiConfig): ApiPlugin {
           logger: ctx.logger.child({ component: 'mcp' }),
           queuePrefix: ctx.config.QUEUE_PREFIX,
           rateLimits: ctx.config.rateLimits,
+          mcpKeyRateLimit: ctx.config.mcpKeyRateLimit,
           pools: ctx.config.pools,
           discovery,
           build,

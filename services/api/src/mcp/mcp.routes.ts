@@ -23,17 +23,18 @@ const evidenceQuery = z.object({ limit: pageLimit, cursor: evidenceCursor });
  * request, JSON responses), the REST mirror under `/v1/mcp/…`, `POST /v1/mcp/tools/{name}`,
  * and MCP key management under `/v1/tenants/{tid}/mcp-keys`. Mount it before the app's
  * 404 handler; it answers its own errors as problem details. Every route is rate-limited per
- * tenant as the control API is (mcp-rate-limit.ts), right after authentication.
+ * tenant as the control API is and, when called with an MCP key, per key too
+ * (mcp-rate-limit.ts), right after authentication.
  */
 export function createMcpRouter(deps: McpDeps): Router {
   const router = express.Router();
   const json = express.json({ limit: '1mb' });
   router.use(['/v1/mcp', '/v1/tenants/:tid/mcp-keys'], ensureRequestId);
 
-  /** The MCP key, then `cost` tokens of its tenant's rate limit (429). */
+  /** The MCP key, then `cost` tokens of its own rate limit and of its tenant's (429). */
   const context = async (req: Request, res: Response, cost = 1): Promise<McpContext> => {
     const principal = await authenticateMcp(deps, req.headers);
-    await rateLimitMcp(deps, principal, res, cost);
+    await rateLimitMcp(deps, principal, principal, res, cost);
     return { deps, principal, requestId: requestIdOf(res) };
   };
   /** A REST mirror route: MCP key, its scope, then the shared query. */

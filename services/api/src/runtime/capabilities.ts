@@ -46,7 +46,7 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'mcp',
     name: 'MCP for AI agents (Streamable HTTP at /v1/mcp, REST mirror under /v1/mcp/…)',
     status: 'implemented',
-    note: 'X-MCP-API-Key (mcp_…) keys with MCP scopes; read tools on by default; write groups (retry, replay, configuration) disabled until enabled per key; MCP calls draw on the tenant\'s plan rate limit, shared with the control API (no limit per MCP key)',
+    note: 'X-MCP-API-Key (mcp_…) keys with MCP scopes; read tools on by default; write groups (retry, replay, configuration) disabled until enabled per key; MCP calls draw on the tenant\'s plan rate limit, shared with the control API, and on the key\'s own limit (rate_limit at creation, else MCP_KEY_RATE_LIMIT)',
   },
   { id: 'discovery_documents', name: 'Discovery documents under /ai/evidence/v1/ and /ai/security/v1/', status: 'implemented', note: 'proof statuses are worked out from the tests present where the api runs' },
   { id: 'git_config', name: 'Git-based configuration', status: 'planned', note: 'v1.1' },

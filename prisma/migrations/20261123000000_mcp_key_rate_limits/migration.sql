@@ -1,0 +1,13 @@
+-- A rate limit of its own for each MCP key (SG-006): the bucket of a key created with
+-- `rate_limit` uses these figures; both null (every existing key) means MCP_KEY_RATE_LIMIT.
+
+-- AlterTable
+ALTER TABLE "api_keys" ADD COLUMN     "rate_limit_burst" INTEGER,
+ADD COLUMN     "rate_limit_per_minute" INTEGER;
+
+-- Hand-written (Prisma's schema language does not declare CHECK constraints): both figures
+-- or neither, and each at least 1. Existing rows have neither, so this validates at once.
+ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_rate_limit_check" CHECK (
+  ("rate_limit_per_minute" IS NULL AND "rate_limit_burst" IS NULL)
+  OR ("rate_limit_per_minute" >= 1 AND "rate_limit_burst" >= 1)
+);
