@@ -6,7 +6,7 @@ import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { freePort, seedTenant, startReceiver, waitFor, type Receiver, type SeededTenant } from '@hookline/testing';
 import { apiClient, createStack, postEvent, type Stack } from './support/stack';
-import { attemptsOf, deliveryRow, startAgent, type AgentProcess } from './edge-fixtures';
+import { attemptsOf, deliveryRow, edgePost, startAgent, type AgentProcess } from './edge-fixtures';
 
 jest.setTimeout(120_000);
 
@@ -267,13 +267,22 @@ describe('shutdown with a delivery that outlasts it', () => {
     p.rx.setBehaviour(() => ({ status: 200, body: 'ok', delayMs: 20_000 }));
   });
 
-  test('SIGTERM: the agent, full and in the middle of a long wait, exits 0 at its deadline, leaving the lease to expire', async () => {
-    const a = await agentFor(p, { EDGE_MAX_IN_FLIGHT: '1', EDGE_POLL_WAIT_SECONDS: '60', SHUTDOWN_TIMEOUT_MS: '1000' });
+  test('SIGTERM: the agent, full and in the middle of a long wait, abandons the unanswered send near its deadline, gives its lease back and exits 0: another agent gets the delivery at once', async () => {
+    // Lease: max(EDGE_LEASE_MS 2 s, 30 s timeout + 1 s) = 31 s; the stop takes at most 4 s.
+    const a = await agentFor(p, { EDGE_MAX_IN_FLIGHT: '1', EDGE_POLL_WAIT_SECONDS: '60', SHUTDOWN_TIMEOUT_MS: '4000', LOG_LEVEL: 'info' });
     const from = p.rx.requests.length;
-    await send(p, Buffer.from('{"id":"evt_deadline","type":"x"}'));
+    const { deliveryId } = await send(p, Buffer.from('{"id":"evt_deadline","type":"x"}'));
     await waitFor(() => p.rx.requests.length > from, { what: 'the agent to start sending' });
+    expect(await deliveryRow(stack.db.pool, deliveryId)).toMatchObject({ status: 'delivering', attempt_count: 0 });
     expect(await a.stop('SIGTERM')).toBe(0);
-    expect(a.output()).toContain('exiting with deliveries unreported; their leases will expire');
+    expect(a.output()).toContain('gave leases back unsent');
+    expect(a.output()).not.toContain('exiting with deliveries unreported');
+    // Given back, not reported: no attempt, nothing held, due as it was.
+    expect(await deliveryRow(stack.db.pool, deliveryId)).toMatchObject({ status: 'pending', attempt_count: 0, lease_owner: null });
+    expect(await attemptsOf(stack.db.pool, deliveryId)).toEqual([]);
+    // Another agent's poll, right after the exit (far inside the 31 s lease), gets it.
+    const next = await edgePost(stack.services.api!.url, `/v1/edge/clusters/${p.clusterId}/work`, p.key, { agent_id: 'next-agent', max: 10, wait_seconds: 0 });
+    expect(next.body.deliveries.map((x: { id: string }) => x.id)).toEqual([deliveryId]);
   });
 
   test('the same signal again while draining exits at once, with 1', async () => {

@@ -9,10 +9,15 @@
 export const edgePaths = {
   work: (clusterId: string) => `/v1/edge/clusters/${clusterId}/work`,
   reports: (clusterId: string) => `/v1/edge/clusters/${clusterId}/reports`,
+  /** Leases given back unsent (the agent stops): the deliveries are free at once. */
+  releases: (clusterId: string) => `/v1/edge/clusters/${clusterId}/releases`,
 };
 
 /** Reports per request at most (each carries a response body of up to RESPONSE_BODY_LIMIT). */
 export const MAX_REPORTS_PER_REQUEST = 100;
+
+/** Releases per request at most (an agent holding more sends several). */
+export const MAX_RELEASES_PER_REQUEST = 1000;
 
 interface Signed {
   /** Names the agent process; leases are `<agent_id>:<random>`. */
@@ -72,4 +77,30 @@ export type ReportResult =
 
 export interface ReportResponse {
   results: ReportResult[];
+}
+
+/**
+ * A lease given back without an attempt: the delivery was leased to the agent but not sent,
+ * or its send was abandoned before any answer (the agent stops). `id` and `lease_owner` are
+ * the WorkItem's.
+ */
+export interface LeaseRelease {
+  delivery_id: string;
+  lease_owner: string;
+}
+
+export interface ReleaseRequest extends Signed {
+  releases: LeaseRelease[];
+}
+
+/**
+ * Per item, in the request's order. `released`: the lease was dropped and the delivery is
+ * free to lease at once (no attempt recorded, its attempt count unchanged). `ignored`: that
+ * lease no longer holds the delivery (reported, expired and re-leased, released already, or
+ * not a delivery of this cluster); nothing changed.
+ */
+export type ReleaseResult = { delivery_id: string; result: 'released' } | { delivery_id: string; result: 'ignored'; reason: 'not_leased' };
+
+export interface ReleaseResponse {
+  results: ReleaseResult[];
 }

@@ -8,4 +8,4 @@ export { createCoalescer } from './coalescer';
 export { deliveryPolicyEnv, edgeStatusEnv, deliveryPolicy, parseSchedule, type DeliveryPolicy, type DeliveryPolicyConfig } from './policy-env';
 export { createSecretCache, openSecrets } from './secret-cache';
 export { sendContextSelect, type SendContextColumns } from './send-context-sql';
-export { CLAIMABLE_STATUSES, CLAIMABLE_SQL, heldSql, freeSql, flowActiveSql, shownStatusSql, shownStatus, newLeaseOwner } from './lease';
+export { CLAIMABLE_STATUSES, CLAIMABLE_SQL, heldSql, freeSql, flowActiveSql, shownStatusSql, shownStatus, newLeaseOwner, RELEASE_SET_SQL } from './lease';

@@ -24,6 +24,18 @@ export const CLAIMABLE_SQL = CLAIMABLE_STATUSES.map((s) => `'${s}'`).join(', ');
 /** SQL: the row `alias` is held by a live lease. */
 export const heldSql = (alias: string): string => `(${alias}.status IN (${CLAIMABLE_SQL}) AND ${alias}.lease_until > now())`;
 
+/**
+ * SQL `SET` list that gives a lease back without an attempt (nothing was sent): the holder
+ * columns cleared, as a claim wrote them, and nothing else. Status, attempt_count and
+ * next_attempt_at stay: a leased row was due (next_attempt_at <= now()), so it is free and
+ * due again at once (freeSql), keeps its place in line (leases take the oldest due first),
+ * and the update stays in place (HOT) like the claim. The statement using it must guard
+ * with `lease_owner = <the holder's owner>` so that only that holder's lease is dropped.
+ * (The deliverer's own releases also set next_attempt_at = now(): its jobs and recovery
+ * sweep key on it.)
+ */
+export const RELEASE_SET_SQL = 'lease_owner = NULL, lease_until = NULL, updated_at = now()';
+
 /** SQL: the row `alias` is free to claim or lease (no lease, or an expired one). */
 export const freeSql = (alias: string): string => `(${alias}.lease_until IS NULL OR ${alias}.lease_until <= now())`;
 

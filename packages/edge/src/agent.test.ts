@@ -1,8 +1,10 @@
 // The pull loop against an in-memory service: pacing, backoff and Retry-After, leases that
-// run out, and stop. Waits are recorded, not slept (the loop's `sleep` is injected).
-import type { AttemptReport, WorkItem, WorkResponse } from '@hookline/delivery/src/wire';
+// run out, and stop (with the leases it gives back). Waits are recorded, not slept (the
+// loop's `sleep` is injected).
+import type { AttemptReport, LeaseRelease, ReleaseResponse, WorkItem, WorkResponse } from '@hookline/delivery/src/wire';
 import { createLogger } from '@hookline/logger';
-import { createEdgeAgent, MIN_POLL_INTERVAL_MS, type EdgeAgentDeps } from './agent';
+import { createEdgeAgent, MIN_POLL_INTERVAL_MS, stopReserveMs, type EdgeAgentDeps } from './agent';
+import { createReleaser } from './releaser';
 import type { Reporter } from './reporter';
 import { ServiceError, type ServiceClient } from './service-client';
 import type { TargetSender } from './target-sender';
@@ -14,12 +16,31 @@ logger.silent = true;
 
 type Answer = (n: number, payload: { max: number; wait_seconds: number }, signal?: AbortSignal) => Promise<WorkResponse>;
 
-/** A service that answers work requests with `answer`; its clock is this host's plus `skewMs`. */
-function service(answer: Answer, skewMs = 0): ServiceClient & { asked: { max: number; wait_seconds: number }[] } {
+interface ReleaseCall {
+  releases: LeaseRelease[];
+  timeoutMs: number | undefined;
+}
+
+/**
+ * A service that answers work requests with `answer`; its clock is this host's plus
+ * `skewMs`. Release requests are recorded in `released` and answered with `release`.
+ */
+function service(
+  answer: Answer,
+  skewMs = 0,
+  release: (r: ReleaseCall) => Promise<ReleaseResponse> = async (r) => ({ results: r.releases.map((x) => ({ delivery_id: x.delivery_id, result: 'released' as const })) }),
+): ServiceClient & { asked: { max: number; wait_seconds: number }[]; released: ReleaseCall[] } {
   const asked: { max: number; wait_seconds: number }[] = [];
+  const released: ReleaseCall[] = [];
   return {
     asked,
-    post: async <T>(_path: string, payload: object, opts?: { signal?: AbortSignal }) => {
+    released,
+    post: async <T>(path: string, payload: object, opts?: { signal?: AbortSignal; timeoutMs?: number }) => {
+      if (path.endsWith('/releases')) {
+        const call = { releases: (payload as { releases: LeaseRelease[] }).releases, timeoutMs: opts?.timeoutMs };
+        released.push(call);
+        return (await release(call)) as T;
+      }
       const p = payload as { max: number; wait_seconds: number };
       asked.push(p);
       await new Promise((r) => setImmediate(r)); // a network round trip yields to timers and I/O
@@ -46,9 +67,22 @@ function item(id: string, leaseInMs: number, timeoutMs: number, now: number): Wo
 
 const report = (i: WorkItem): AttemptReport => ({ delivery_id: i.id, lease_owner: i.lease_owner, status_code: 200, response_body: 'ok', response_headers: {}, error_kind: null, error: null, started_at: new Date().toISOString(), duration_ms: 1 });
 
-function sender(send: (i: WorkItem) => Promise<AttemptReport> = async (i) => report(i)): TargetSender & { sent: WorkItem[] } {
+function sender(send: (i: WorkItem, stop?: AbortSignal) => Promise<AttemptReport | null> = async (i) => report(i)): TargetSender & { sent: WorkItem[] } {
   const sent: WorkItem[] = [];
-  return { sent, send: (i) => (sent.push(i), send(i)), close: async () => undefined };
+  return { sent, send: (i, _limit, stop) => (sent.push(i), send(i, stop)), close: async () => undefined };
+}
+
+/** A target that answers only when `answer(id)` is called; a stop before that abandons the send (null), as the real sender does. */
+function heldTarget(): TargetSender & { sent: WorkItem[]; answer(id: string): void } {
+  const answers = new Map<string, () => void>();
+  const s = sender(
+    (i, stop) =>
+      new Promise((resolve) => {
+        answers.set(i.id, () => resolve(report(i)));
+        stop?.addEventListener('abort', () => resolve(null), { once: true });
+      }),
+  );
+  return Object.assign(s, { answer: (id: string) => answers.get(id)?.() });
 }
 
 const reporter = (): Reporter & { reports: AttemptReport[] } => {
@@ -62,6 +96,7 @@ function agent(client: ServiceClient, over: Partial<EdgeAgentDeps> = {}) {
     client,
     sender: sender(),
     reporter: reporter(),
+    releaser: createReleaser({ client, clusterId: 'cls_test', logger }),
     logger,
     clusterId: 'cls_test',
     maxInFlight: 4,
@@ -149,4 +184,71 @@ test('stop while full does not wait for the long-poll wait: it gives the in-flig
   expect(a.inFlight()).toBe(1);
   expect(svc.asked).toHaveLength(2);
   finish();
+});
+
+describe('stop gives back the leases of work it did not send', () => {
+  test('sends still without an answer near the deadline are abandoned and released in one request; a completed one is reported, never released', async () => {
+    const now = Date.now();
+    const items = [item('dlv_done', 60_000, 30_000, now), item('dlv_hung_a', 60_000, 30_000, now), item('dlv_hung_b', 60_000, 30_000, now)];
+    const svc = service(async (n, _p, signal) => (n === 1 ? empty : n === 2 ? { deliveries: items, response_body_limit: 100 } : hang(signal)));
+    const target = heldTarget();
+    const r = reporter();
+    const { agent: a } = agent(svc, { sender: target, reporter: r });
+    a.start();
+    await until(() => target.sent.length === 3);
+    target.answer('dlv_done');
+    await until(() => r.reports.length === 1);
+    await a.stop(4_000);
+    expect(r.reports.map((x) => x.delivery_id)).toEqual(['dlv_done']);
+    expect(svc.released).toHaveLength(1);
+    expect(svc.released[0]!.releases).toEqual([
+      { delivery_id: 'dlv_hung_a', lease_owner: 'edge:t:dlv_hung_a' },
+      { delivery_id: 'dlv_hung_b', lease_owner: 'edge:t:dlv_hung_b' },
+    ]);
+    // Within the stop's reserve, not past its deadline.
+    expect(svc.released[0]!.timeoutMs).toBeGreaterThan(0);
+    expect(svc.released[0]!.timeoutMs).toBeLessThanOrEqual(stopReserveMs(4_000));
+    expect(a.inFlight()).toBe(0);
+  });
+
+  test('work that arrives after the stop began is not sent: its leases go back', async () => {
+    const now = Date.now();
+    let deliver: ((w: WorkResponse) => void) | null = null;
+    // The second poll's answer ignores the abandonment: it arrives once the stop has begun.
+    const svc = service(async (n, _p, signal) => (n === 1 ? empty : n === 2 ? new Promise<WorkResponse>((res) => (deliver = res)) : hang(signal)));
+    const s = sender();
+    const r = reporter();
+    const { agent: a } = agent(svc, { sender: s, reporter: r });
+    a.start();
+    await until(() => deliver !== null);
+    const stopped = a.stop(2_000);
+    deliver!({ deliveries: [item('dlv_late', 60_000, 30_000, now)], response_body_limit: 100 });
+    await stopped;
+    expect(s.sent).toEqual([]);
+    expect(r.reports).toEqual([]);
+    expect(svc.released.map((c) => c.releases)).toEqual([[{ delivery_id: 'dlv_late', lease_owner: 'edge:t:dlv_late' }]]);
+    expect(svc.asked).toHaveLength(2);
+    expect(a.inFlight()).toBe(0);
+  });
+
+  test('a release the service refuses is logged and left to expire: stop still returns by its deadline', async () => {
+    const now = Date.now();
+    const svc = service(
+      async (n, _p, signal) => (n === 1 ? empty : n === 2 ? { deliveries: [item('dlv_hung', 60_000, 30_000, now)], response_body_limit: 100 } : hang(signal)),
+      0,
+      async () => {
+        throw new ServiceError('service answered 503', 503);
+      },
+    );
+    const target = heldTarget();
+    const quiet = createLogger('edge-test', 'warn');
+    quiet.silent = true;
+    const warn = jest.spyOn(quiet, 'warn');
+    const { agent: a } = agent(svc, { sender: target, releaser: createReleaser({ client: svc, clusterId: 'cls_test', logger: quiet }) });
+    a.start();
+    await until(() => target.sent.length === 1);
+    await a.stop(2_000);
+    expect(svc.released).toHaveLength(1);
+    expect(warn).toHaveBeenCalledWith('could not give leases back; they will expire', expect.objectContaining({ delivery_ids: ['dlv_hung'] }));
+  });
 });

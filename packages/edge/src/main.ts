@@ -1,12 +1,13 @@
-// hookline-edge: config -> logger -> service client, target sender, reporter -> health
-// server -> pull loop -> graceful SIGTERM (stop pulling, finish and report in-flight, exit;
-// the same signal again exits at once).
+// hookline-edge: config -> logger -> service client, target sender, reporter, releaser ->
+// health server -> pull loop -> graceful SIGTERM (stop pulling, finish and report in-flight,
+// give back the leases of what was not sent, exit; the same signal again exits at once).
 import { ConfigError } from '@hookline/config';
 import { closeServer, onShutdownSignal, startHealthServer } from '@hookline/http';
 import { createLogger } from '@hookline/logger';
 import { version } from '../package.json';
 import { createEdgeAgent } from './agent';
 import { agentIdOf, loadEdgeConfig } from './config';
+import { createReleaser } from './releaser';
 import { createReporter } from './reporter';
 import { createServiceClient } from './service-client';
 import { createTargetSender } from './target-sender';
@@ -19,7 +20,8 @@ async function main(): Promise<void> {
   const sender = createTargetSender();
   const backoff = { baseMs: config.EDGE_BACKOFF_BASE_MS, maxMs: config.EDGE_BACKOFF_MAX_MS };
   const reporter = createReporter({ client, clusterId: config.CLUSTER_ID, logger, backoff });
-  const agent = createEdgeAgent({ client, sender, reporter, logger, clusterId: config.CLUSTER_ID, maxInFlight: config.EDGE_MAX_IN_FLIGHT, waitSeconds: config.EDGE_POLL_WAIT_SECONDS, backoff });
+  const releaser = createReleaser({ client, clusterId: config.CLUSTER_ID, logger });
+  const agent = createEdgeAgent({ client, sender, reporter, releaser, logger, clusterId: config.CLUSTER_ID, maxInFlight: config.EDGE_MAX_IN_FLIGHT, waitSeconds: config.EDGE_POLL_WAIT_SECONDS, backoff });
   // Ready while the service answered a work request recently (a long-poll plus slack).
   const freshMs = (config.EDGE_POLL_WAIT_SECONDS + 30) * 1000;
   // Listening first: an agent that cannot serve its probes stops before it leases anything.

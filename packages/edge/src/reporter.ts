@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { edgePaths, MAX_REPORTS_PER_REQUEST, type AttemptReport, type ReportResponse } from '@hookline/delivery/src/wire';
 import type { Logger } from '@hookline/logger';
 import { retryDelay } from './backoff';
+import { createBatchQueue } from './batch-queue';
 import type { ServiceClient } from './service-client';
 import { ServiceError } from './service-client';
 
@@ -25,7 +26,7 @@ interface Pending {
 const MAX_BATCH_BYTES = 256 * 1024;
 
 /** How many queued reports go in the next request: at least one, at most 100 or ~256 KB. */
-function batchSize(queue: Pending[]): number {
+function batchSize(queue: readonly Pending[]): number {
   let n = 0;
   let bytes = 0;
   while (n < queue.length && n < MAX_REPORTS_PER_REQUEST) {
@@ -45,9 +46,6 @@ function batchSize(queue: Pending[]): number {
  * Repeating a report is harmless: the service records one attempt per lease.
  */
 export function createReporter(deps: { client: ServiceClient; clusterId: string; logger: Logger; backoff: { baseMs: number; maxMs: number } }): Reporter {
-  const queue: Pending[] = [];
-  let flushing: Promise<void> | null = null;
-
   const send = async (batch: Pending[]): Promise<void> => {
     for (let failures = 1; ; failures++) {
       try {
@@ -73,30 +71,17 @@ export function createReporter(deps: { client: ServiceClient; clusterId: string;
     }
   };
 
-  const flush = (): void => {
-    if (flushing) return;
-    flushing = (async () => {
-      while (queue.length > 0) {
-        const batch = queue.splice(0, batchSize(queue));
-        await send(batch);
-        for (const p of batch) p.done();
-      }
-    })().finally(() => {
-      flushing = null;
-      if (queue.length > 0) flush();
-    });
-  };
+  const batches = createBatchQueue<Pending>(batchSize, send);
 
   return {
     add(report) {
       return new Promise((resolve) => {
-        queue.push({ report, bytes: Buffer.byteLength(JSON.stringify(report)), done: resolve });
-        flush();
+        batches.push({ report, bytes: Buffer.byteLength(JSON.stringify(report)), done: resolve });
       });
     },
     async drain(timeoutMs) {
       const end = Date.now() + timeoutMs;
-      while (flushing && Date.now() < end) await Promise.race([flushing, sleep(Math.max(0, end - Date.now()), undefined, { ref: false })]);
+      for (let f = batches.running(); f && Date.now() < end; f = batches.running()) await Promise.race([f, sleep(Math.max(0, end - Date.now()), undefined, { ref: false })]);
     },
   };
 }

@@ -46,7 +46,12 @@ export function parseRetryAfter(value: string | string[] | undefined, serviceNow
 const SKEW_THRESHOLD_MS = 2_000;
 
 export interface ServiceClient {
-  /** A signed POST of `payload` (plus agent id, version and a nonce); resolves with the JSON answer. */
+  /**
+   * A signed POST of `payload` (plus agent id, version and a nonce); resolves with the JSON
+   * answer. `signal` abandons the request until the service's answer begins; an answer that
+   * began is read whole (a work response carries leases: dropped half-read, they would be
+   * lost until they expire; whole, the agent can give them back).
+   */
   post<T>(path: string, payload: object, opts?: { signal?: AbortSignal; timeoutMs?: number }): Promise<T>;
   /** The service's time as far as the agent can tell (ms epoch): this host's clock corrected by the skew seen in the service's `Date`. */
   now(): number;
@@ -84,18 +89,24 @@ export function createServiceClient(o: ServiceClientOptions): ServiceClient {
         const body = JSON.stringify({ ...payload, agent_id: o.agentId, agent_version: o.agentVersion, nonce: randomBytes(12).toString('hex') });
         const signedWith = skewMs;
         let res;
+        const abandon = new AbortController();
+        const onAbort = (): void => abandon.abort();
+        if (opts.signal?.aborted) throw new ServiceError('request abandoned', null);
+        opts.signal?.addEventListener('abort', onAbort, { once: true });
         try {
           res = await request(`${base}${path}`, {
             dispatcher,
             method: 'POST',
             headers: { 'content-type': 'application/json', 'user-agent': `hookline-edge/${o.agentVersion}`, ...signServiceRequest(o.clusterKey, body, Math.floor((clock() + skewMs) / 1000)) },
             body,
-            signal: opts.signal,
+            signal: abandon.signal,
             headersTimeout: timeout,
             bodyTimeout: timeout,
           });
         } catch (err) {
           throw new ServiceError(`service unreachable: ${(err as Error).message}`, null);
+        } finally {
+          opts.signal?.removeEventListener('abort', onAbort);
         }
         const serviceNow = learn(res.headers['date'], clock());
         const text = await res.body.text().catch(() => '');

@@ -2,8 +2,13 @@ import { errorKindOf, errorMessage, pickHeaders, readLimited, type AttemptReport
 import { Agent, request } from 'undici';
 
 export interface TargetSender {
-  /** Sends one leased delivery to its private target; never throws: failures are reports. */
-  send(item: WorkItem, responseBodyLimit: number): Promise<AttemptReport>;
+  /**
+   * Sends one leased delivery to its private target; never throws: failures are reports.
+   * When `stop` aborts before the target's answer began (or before the send started),
+   * the send is abandoned and resolves null: no attempt to report, the lease is to be
+   * given back. An answer that began is read and reported as usual.
+   */
+  send(item: WorkItem, responseBodyLimit: number, stop?: AbortSignal): Promise<AttemptReport | null>;
   close(): Promise<void>;
 }
 
@@ -16,12 +21,22 @@ export interface TargetSender {
 export function createTargetSender(): TargetSender {
   const dispatcher = new Agent({ keepAliveTimeout: 4_000, keepAliveMaxTimeout: 60_000 });
   return {
-    async send(item, limit) {
+    async send(item, limit, stop) {
+      if (stop?.aborted) return null;
       const startedAt = new Date();
       const t0 = performance.now();
       const base = { delivery_id: item.id, lease_owner: item.lease_owner, started_at: startedAt.toISOString() };
       const abort = new AbortController();
       const timer = setTimeout(() => abort.abort(), item.timeout_ms);
+      // The stop cuts the send only while no answer has begun (and not once its own timeout did).
+      let answered = false;
+      let stopped = false;
+      const onStop = (): void => {
+        if (answered || abort.signal.aborted) return;
+        stopped = true;
+        abort.abort();
+      };
+      stop?.addEventListener('abort', onStop, { once: true });
       try {
         const res = await request(item.url, {
           dispatcher,
@@ -32,6 +47,7 @@ export function createTargetSender(): TargetSender {
           headersTimeout: item.timeout_ms,
           bodyTimeout: item.timeout_ms,
         });
+        answered = true;
         const s = res.statusCode;
         // undici takes any three digits; the service records 100-599 only and refuses a
         // report with another, which would leave the delivery to go out again for ever.
@@ -51,6 +67,7 @@ export function createTargetSender(): TargetSender {
           duration_ms: Math.round(performance.now() - t0),
         };
       } catch (err) {
+        if (stopped) return null;
         const timedOut = abort.signal.aborted;
         return {
           ...base,
@@ -63,6 +80,7 @@ export function createTargetSender(): TargetSender {
         };
       } finally {
         clearTimeout(timer);
+        stop?.removeEventListener('abort', onStop);
       }
     },
     close: () => dispatcher.close(),

@@ -2,7 +2,7 @@ import type { ApiPlugin } from '../app';
 import { loadEdgeConfig } from './edge-config';
 import { createEdgeDeps } from './edge-deps';
 import { createEdgeRouter } from './edge.router';
-import { reportRequestSchema, reportResponseSchema, workRequestSchema, workResponseSchema } from './edge.schemas';
+import { releaseRequestSchema, releaseResponseSchema, reportRequestSchema, reportResponseSchema, workRequestSchema, workResponseSchema } from './edge.schemas';
 
 const SIGNED =
   'Signed with the cluster key issued at enrollment: X-Service-Timestamp: <unix s> and X-Service-Signature: t=<unix s>,v1=<hex HMAC-SHA256(key, "<t>.<raw body>")>. ' +
@@ -48,7 +48,7 @@ export function edgePlugin(env: NodeJS.ProcessEnv = process.env): ApiPlugin {
       '/v1/edge/clusters/{cid}/work': operation(
         'edge.work',
         'Lease due deliveries to an edge agent (long-poll)',
-        'Answers as soon as deliveries of the cluster are due (up to max), else after wait_seconds with none; at once with none while the service drains. Each is leased to this request (lease_owner) until lease_until; a lease that expires unreported is handed out again. max 0 is a heartbeat.',
+        'Answers as soon as deliveries of the cluster are due (up to max), else after wait_seconds with none; at once with none while the service drains. Each is leased to this request (lease_owner) until lease_until; a lease that expires unreported is handed out again. What a request leased but could not hand out (its caller left, the service began draining, the response was cut) is given back at once, with no attempt. max 0 is a heartbeat.',
         workRequestSchema,
         workResponseSchema,
       ),
@@ -58,6 +58,13 @@ export function edgePlugin(env: NodeJS.ProcessEnv = process.env): ApiPlugin {
         'Recorded exactly like direct attempts (retries, backoff, DLQ, event statuses). Idempotent: a report whose lease no longer holds the delivery (repeated, or re-leased) is ignored.',
         reportRequestSchema,
         reportResponseSchema,
+      ),
+      '/v1/edge/clusters/{cid}/releases': operation(
+        'edge.releases',
+        'Give back leases an edge agent did not use',
+        'For deliveries leased to the agent and not sent, or whose send was abandoned before any answer (the agent stops): each lease is dropped only while it still holds a delivery of this cluster and was taken by this agent_id; the delivery can then be leased again at once. No attempt is recorded and the attempt count is unchanged. Answered per item, in order: released, or ignored (not_leased) when that lease no longer holds the delivery, which changes nothing. A delivery that was sent must be reported instead.',
+        releaseRequestSchema,
+        releaseResponseSchema,
       ),
     },
   };

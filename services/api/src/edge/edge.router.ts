@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import express, { type Request, type Response, type Router } from 'express';
-import { edgePaths, type ReportRequest, type ReportResponse, type WorkRequest, type WorkResponse } from '@hookline/delivery';
+import { edgePaths, newLeaseOwner, type ReleaseRequest, type ReleaseResponse, type ReportRequest, type ReportResponse, type WorkItem, type WorkRequest, type WorkResponse } from '@hookline/delivery';
 import { assertJsonBody } from '../http/json-body';
 import { assertStorableRequest } from '../http/storable-request';
 import { assertValid } from '../http/validate';
@@ -9,7 +9,8 @@ import { verifyEdgeRequest, type EdgeCluster } from './edge-auth';
 import type { EdgeDeps } from './edge-deps';
 import { leaseWork } from './lease-work';
 import { recordReports } from './record-reports';
-import { reportRequestSchema, workRequestSchema } from './edge.schemas';
+import { releaseAgentLeases, releasePollLeases } from './release-leases';
+import { releaseRequestSchema, reportRequestSchema, workRequestSchema } from './edge.schemas';
 
 /** Authenticates, validates and marks the cluster seen; the handler gets a typed body. */
 async function accept<T extends { agent_version: string }>(deps: EdgeDeps, req: Request, schema: Record<string, unknown>): Promise<{ cluster: EdgeCluster; body: T }> {
@@ -29,9 +30,25 @@ async function pause(ms: number, draining: AbortSignal): Promise<void> {
 }
 
 /**
+ * Gives back at once what a poll leased but cannot hand out, rather than leaving it until
+ * the lease expires (EDGE_LEASE_MS). Best effort: should the release fail, the leases expire.
+ */
+async function giveBack(deps: EdgeDeps, cluster: EdgeCluster, leaseOwner: string, items: WorkItem[], why: string): Promise<void> {
+  try {
+    const ids = await releasePollLeases(deps.pool, leaseOwner, items.map((d) => d.id));
+    deps.logger.info('gave back the leases of a work response that could not reach its agent', { cluster_id: cluster.id, lease_owner: leaseOwner, why, count: ids.length });
+  } catch (err) {
+    deps.logger.warn('could not give back the leases of a work response that could not reach its agent; they expire', { cluster_id: cluster.id, lease_owner: leaseOwner, why, error: (err as Error).message });
+  }
+}
+
+/**
  * Long-poll: leases due deliveries as soon as there are some, else looks again every
  * EDGE_WORK_POLL_MS until the wait is over. Nothing is leased for a caller that left, nor
- * once the api drains: a response cut at the drain deadline would strand its leases.
+ * once the api drains: a response cut at the drain deadline would strand its leases. The
+ * lease statement itself may run while that happens (the caller leaves, the drain starts):
+ * what it leased is then given back at once, unsent, with no attempt, and so is what a
+ * response that could not be written completely carried.
  */
 async function work(deps: EdgeDeps, req: Request, res: Response): Promise<void> {
   // Before any await, and with the socket checked too: the caller may have left while the
@@ -42,14 +59,29 @@ async function work(deps: EdgeDeps, req: Request, res: Response): Promise<void> 
   const { cluster, body } = await accept<WorkRequest>(deps, req, workRequestSchema);
   const max = Math.min(body.max, deps.config.EDGE_BATCH_MAX);
   const deadline = Date.now() + Math.min(body.wait_seconds, deps.config.EDGE_MAX_WAIT_SECONDS) * 1000;
+  // One lease owner for the poll: every row it leases, and nothing else, carries it.
+  const leaseOwner = newLeaseOwner(`edge:${body.agent_id}`);
   let deliveries: WorkResponse['deliveries'] = [];
   while (max > 0 && !gone() && !deps.draining.aborted) {
-    deliveries = await leaseWork(deps, cluster, { agentId: body.agent_id, max });
+    deliveries = await leaseWork(deps, cluster, { leaseOwner, max });
+    if (deliveries.length > 0 && (gone() || deps.draining.aborted)) {
+      await giveBack(deps, cluster, leaseOwner, deliveries, gone() ? 'caller_left' : 'draining');
+      deliveries = [];
+      break;
+    }
     const left = deadline - Date.now();
     if (deliveries.length > 0 || left <= 0) break;
     await pause(Math.min(deps.config.EDGE_WORK_POLL_MS, left), deps.draining);
   }
-  if (deliveries.length > 0) deps.logger.debug('leased deliveries to an agent', { cluster_id: cluster.id, agent_id: body.agent_id, count: deliveries.length });
+  if (deliveries.length > 0) {
+    deps.logger.debug('leased deliveries to an agent', { cluster_id: cluster.id, agent_id: body.agent_id, count: deliveries.length });
+    // A response the connection dropped before it was written out whole cannot be read by
+    // the agent (it is one JSON document): its leases go back too.
+    const handedOut = deliveries;
+    res.once('close', () => {
+      if (!res.writableFinished) void giveBack(deps, cluster, leaseOwner, handedOut, 'response_cut');
+    });
+  }
   const out: WorkResponse = { deliveries, response_body_limit: deps.config.RESPONSE_BODY_LIMIT };
   res.json(out);
 }
@@ -61,13 +93,28 @@ async function reports(deps: EdgeDeps, req: Request, res: Response): Promise<voi
 }
 
 /**
+ * Leases an agent gives back unsent (at its stop): each freed only while that lease still
+ * holds a delivery of the caller's cluster; answered per item like reports.
+ */
+async function releases(deps: EdgeDeps, req: Request, res: Response): Promise<void> {
+  const { cluster, body } = await accept<ReleaseRequest>(deps, req, releaseRequestSchema);
+  const results = await releaseAgentLeases(deps, cluster, body.agent_id, body.releases);
+  const count = results.filter((r) => r.result === 'released').length;
+  if (count > 0) deps.logger.info('an agent gave back leases unsent', { cluster_id: cluster.id, agent_id: body.agent_id, count });
+  const out: ReleaseResponse = { results };
+  res.json(out);
+}
+
+/**
  * The agent-facing endpoints (outbound-only agents call in; the service never connects
- * to a private network): `POST /v1/edge/clusters/{cid}/work` and `…/reports`, both
- * HMAC-signed with the cluster key. Errors go to the api's problem-details middleware.
+ * to a private network): `POST /v1/edge/clusters/{cid}/work`, `…/reports` and
+ * `…/releases`, all HMAC-signed with the cluster key. Errors go to the api's
+ * problem-details middleware.
  */
 export function createEdgeRouter(deps: EdgeDeps): Router {
   const router = express.Router();
   router.post(edgePaths.work(':cid'), (req, res) => work(deps, req, res));
   router.post(edgePaths.reports(':cid'), (req, res) => reports(deps, req, res));
+  router.post(edgePaths.releases(':cid'), (req, res) => releases(deps, req, res));
   return router;
 }

@@ -1,6 +1,6 @@
 // JSON Schemas of the agent-facing bodies: ajv validates requests with them and the
 // OpenAPI document shows them (edge.openapi.ts). Wire types: @hookline/delivery edge-protocol.
-import { ERROR_KINDS, MAX_REPORTS_PER_REQUEST } from '@hookline/delivery';
+import { ERROR_KINDS, MAX_RELEASES_PER_REQUEST, MAX_REPORTS_PER_REQUEST } from '@hookline/delivery';
 
 const signed = {
   agent_id: { type: 'string', minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._:@-]+$' },
@@ -40,12 +40,27 @@ export const reportSchema = {
   additionalProperties: false,
 };
 
-export const reportRequestSchema = {
+/** A signed agent request carrying one list (`reports`, `releases`) of 1 to `max` items. */
+const signedList = (field: string, max: number, items: Record<string, unknown>): Record<string, unknown> => ({
   type: 'object',
-  required: ['agent_id', 'agent_version', 'nonce', 'reports'],
-  properties: { ...signed, reports: { type: 'array', minItems: 1, maxItems: MAX_REPORTS_PER_REQUEST, items: reportSchema } },
+  required: ['agent_id', 'agent_version', 'nonce', field],
+  properties: { ...signed, [field]: { type: 'array', minItems: 1, maxItems: max, items } },
+  additionalProperties: false,
+});
+
+export const reportRequestSchema = signedList('reports', MAX_REPORTS_PER_REQUEST, reportSchema);
+
+export const releaseSchema = {
+  type: 'object',
+  required: ['delivery_id', 'lease_owner'],
+  properties: {
+    delivery_id: { type: 'string', minLength: 1, maxLength: 64, description: 'the delivery id (the work item\'s id)' },
+    lease_owner: { type: 'string', minLength: 1, maxLength: 200, description: 'the work item\'s lease_owner: only that lease is given back' },
+  },
   additionalProperties: false,
 };
+
+export const releaseRequestSchema = signedList('releases', MAX_RELEASES_PER_REQUEST, releaseSchema);
 
 export const workItemSchema = {
   type: 'object',
@@ -83,6 +98,26 @@ export const reportResponseSchema = {
           attempt: { type: 'integer' },
           status: { type: 'string', enum: ['delivered', 'failed', 'exhausted'] },
           reason: { type: 'string', enum: ['not_leased'] },
+        },
+      },
+    },
+  },
+};
+
+export const releaseResponseSchema = {
+  type: 'object',
+  required: ['results'],
+  properties: {
+    results: {
+      type: 'array',
+      description: 'one per requested release, in the request\'s order',
+      items: {
+        type: 'object',
+        required: ['delivery_id', 'result'],
+        properties: {
+          delivery_id: { type: 'string' },
+          result: { type: 'string', enum: ['released', 'ignored'], description: 'released: the lease was dropped, the delivery can be leased again at once (no attempt recorded)' },
+          reason: { type: 'string', enum: ['not_leased'], description: 'that lease does not hold the delivery (reported, expired and re-leased, released already, or not this cluster\'s)' },
         },
       },
     },

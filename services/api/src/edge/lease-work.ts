@@ -1,6 +1,7 @@
-import { CLAIMABLE_SQL, flowActiveSql, freeSql, newLeaseOwner, basicAuth, buildHeaders, sendContextSelect, type SendContextColumns, decide, destinationSettings, notSent, openSecrets, recordOutcomes, type DestinationSettings, type Outcome, type WorkItem } from '@hookline/delivery';
+import { CLAIMABLE_SQL, flowActiveSql, freeSql, basicAuth, buildHeaders, sendContextSelect, type SendContextColumns, decide, destinationSettings, notSent, openSecrets, recordOutcomes, type DestinationSettings, type Outcome, type WorkItem } from '@hookline/delivery';
 import type { EdgeCluster } from './edge-auth';
 import type { EdgeDeps } from './edge-deps';
+import { releasePollLeases } from './release-leases';
 
 interface Row extends SendContextColumns {
   id: string;
@@ -75,16 +76,27 @@ function toItem(r: Row & { body: Buffer }, secrets: string[], leaseOwner: string
 }
 
 /**
- * Leases up to `max` due deliveries of the cluster to one agent poll and returns them
- * ready to send. As the deliverer does, some are not handed out and get their attempt
- * recorded here: a purged payload (`payload_missing`, to the DLQ), and a destination with
- * a secret that does not open (`signing_unavailable`: never sent unsigned or half-signed;
- * retried, then the DLQ).
+ * Leases up to `max` due deliveries of the cluster to one agent poll (`leaseOwner`, from
+ * newLeaseOwner(`edge:<agent id>`), one per poll) and returns them ready to send. As the
+ * deliverer does, some are not handed out and get their attempt recorded here: a purged
+ * payload (`payload_missing`, to the DLQ), and a destination with a secret that does not
+ * open (`signing_unavailable`: never sent unsigned or half-signed; retried, then the DLQ).
+ * Should anything fail after the lease statement, its leases are given back before the
+ * error goes on (the caller answers 500 and would hand out nothing).
  */
-export async function leaseWork(deps: EdgeDeps, cluster: EdgeCluster, input: { agentId: string; max: number }): Promise<WorkItem[]> {
-  const leaseOwner = newLeaseOwner(`edge:${input.agentId}`);
+export async function leaseWork(deps: EdgeDeps, cluster: EdgeCluster, input: { leaseOwner: string; max: number }): Promise<WorkItem[]> {
+  const { leaseOwner } = input;
   const { rows } = await deps.pool.query<Row>(LEASE_SQL, [cluster.id, cluster.tenantId, input.max, deps.config.EDGE_LEASE_MS, leaseOwner]);
   if (rows.length === 0) return [];
+  try {
+    return await prepare(deps, rows, leaseOwner);
+  } catch (err) {
+    await releasePollLeases(deps.pool, leaseOwner, rows.map((r) => r.id)).catch(() => undefined);
+    throw err;
+  }
+}
+
+async function prepare(deps: EdgeDeps, rows: Row[], leaseOwner: string): Promise<WorkItem[]> {
   const items: WorkItem[] = [];
   const refused: Outcome[] = [];
   const longer: { id: string; ms: number }[] = [];

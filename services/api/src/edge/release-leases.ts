@@ -1,0 +1,57 @@
+import { CLAIMABLE_SQL, RELEASE_SET_SQL, type LeaseRelease, type ReleaseResult } from '@hookline/delivery';
+import type { Pool } from '@hookline/db';
+import type { EdgeCluster } from './edge-auth';
+import type { EdgeDeps } from './edge-deps';
+
+// Both statements drop only leases still held by the given lease owner (a lease that
+// expired and went to another agent, or that was reported, has another owner or none), find
+// the rows by primary key (lease_owner has no index: see @hookline/delivery lease.ts), and
+// write no attempt: nothing was sent, attempt_count and next_attempt_at stay, so the
+// delivery is free and due again at once.
+
+/** A work poll's own leases (one lease owner per poll), by the ids it leased. */
+export const RELEASE_POLL_SQL = `
+UPDATE deliveries d SET ${RELEASE_SET_SQL}
+WHERE d.id = ANY($1::text[]) AND d.lease_owner = $2 AND d.status IN (${CLAIMABLE_SQL})
+RETURNING d.id`;
+
+/**
+ * An agent's releases: each (id, lease_owner) pair, only for deliveries of the caller's
+ * cluster and tenant, and only leases that agent took (`edge:<agent_id>:…`, newLeaseOwner).
+ */
+export const RELEASE_AGENT_SQL = `
+UPDATE deliveries d SET ${RELEASE_SET_SQL}
+FROM unnest($1::text[], $2::text[]) AS u(id, owner), destinations t
+WHERE d.id = u.id AND d.lease_owner = u.owner AND d.status IN (${CLAIMABLE_SQL})
+  AND left(d.lease_owner, length($5)) = $5
+  AND t.id = d.destination_id AND t.cluster_id = $3 AND t.tenant_id = $4
+RETURNING d.id, u.owner`;
+
+/**
+ * Gives back what one work poll leased and could not hand out (its caller left, the api
+ * began draining, the response was cut): at once rather than when the lease expires.
+ * Returns the ids released.
+ */
+export async function releasePollLeases(pool: Pool, leaseOwner: string, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await pool.query<{ id: string }>(RELEASE_POLL_SQL, [ids, leaseOwner]);
+  return rows.map((r) => r.id);
+}
+
+/**
+ * `POST …/releases`: leases an agent gives back unsent (it stops). One result per item, in
+ * order: `released`, or `ignored` (`not_leased`) when that lease does not hold the delivery
+ * (any more), which changes nothing.
+ */
+export async function releaseAgentLeases(deps: EdgeDeps, cluster: EdgeCluster, agentId: string, releases: LeaseRelease[]): Promise<ReleaseResult[]> {
+  const pairs = [...new Map(releases.map((r) => [`${r.delivery_id}\u0000${r.lease_owner}`, r] as const)).values()];
+  const { rows } = await deps.pool.query<{ id: string; owner: string }>(RELEASE_AGENT_SQL, [
+    pairs.map((r) => r.delivery_id),
+    pairs.map((r) => r.lease_owner),
+    cluster.id,
+    cluster.tenantId,
+    `edge:${agentId}:`,
+  ]);
+  const released = new Set(rows.map((r) => `${r.id}\u0000${r.owner}`));
+  return releases.map((r): ReleaseResult => (released.has(`${r.delivery_id}\u0000${r.lease_owner}`) ? { delivery_id: r.delivery_id, result: 'released' } : { delivery_id: r.delivery_id, result: 'ignored', reason: 'not_leased' }));
+}
