@@ -1,9 +1,8 @@
 // The gate (circuit breaker, rate limit) and the health record after a batch ask Redis for
 // every destination of a chunk at once, not one destination after another; each
 // destination still gets its own answer.
-import { destinationSettings, type SendResult } from '@hookline/delivery';
+import { destinationSettings, type Breaker, type SendResult } from '@hookline/delivery';
 import type { ClaimedDelivery } from '../services/deliverer/src/claim-deliveries';
-import type { Breaker } from '../services/deliverer/src/circuit-breaker';
 import { gateDeliveries, type Prepared } from '../services/deliverer/src/gate-deliveries';
 import { recordHealth } from '../services/deliverer/src/record-health';
 import { createHarness, type Harness } from './deliverer-fixtures';

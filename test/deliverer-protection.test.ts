@@ -2,7 +2,7 @@
 // per-destination rate limit.
 import { createRedis, readDestinationHealthState } from '@hookline/queues';
 import { startReceiver, waitFor, type Receiver } from '@hookline/testing';
-import { takeRateTokens } from '../services/deliverer/src/rate-limiter';
+import { takeRateTokens } from '@hookline/delivery';
 import { createHarness, type Harness } from './deliverer-fixtures';
 
 jest.setTimeout(60_000);

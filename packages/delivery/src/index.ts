@@ -5,7 +5,12 @@ export { buildHeaders, childTraceparent, signatureHeaders, type OutboundMessage 
 export { decide, backoffMs, isRetryable, parseRetryAfter, type BackoffPolicy, type Decision } from './retry-policy';
 export { recordOutcomes, recordOwnedOutcomes, type Outcome, type OwnedOutcomes, type RecordOptions } from './record-outcomes';
 export { createCoalescer } from './coalescer';
-export { deliveryPolicyEnv, edgeStatusEnv, deliveryPolicy, parseSchedule, type DeliveryPolicy, type DeliveryPolicyConfig } from './policy-env';
+export { deliveryPolicyEnv, edgeStatusEnv, breakerEnv, breakerOptions, deliveryPolicy, parseSchedule, type BreakerConfig, type DeliveryPolicy, type DeliveryPolicyConfig } from './policy-env';
 export { createSecretCache, openSecrets } from './secret-cache';
 export { sendContextSelect, type SendContextColumns } from './send-context-sql';
 export { CLAIMABLE_STATUSES, CLAIMABLE_SQL, heldSql, freeSql, flowActiveSql, shownStatusSql, shownStatus, newLeaseOwner, RELEASE_SET_SQL } from './lease';
+export { redisScript, type ScriptRunner } from './redis-script';
+export { createBreaker, type Breaker, type BreakerOptions, type BatchOutcome, type BreakerAfter, type GateRequest, type GateAnswer } from './circuit-breaker';
+export { takeRateTokens } from './rate-limiter';
+export { gateAtOnce, splitGated, groupBy, type Gated, type GateItem } from './destination-gate';
+export { summarize, disableDestination, actOnHealth, recordHealthAtOnce, type HealthDeps } from './destination-health';

@@ -1,4 +1,5 @@
 import type { ConfigOf, EnvSchema } from '@hookline/config';
+import type { BreakerOptions } from './circuit-breaker';
 import type { DeliveryDefaults } from './destination-settings';
 import type { BackoffPolicy } from './retry-policy';
 
@@ -21,6 +22,31 @@ export const deliveryPolicyEnv = {
 export const edgeStatusEnv = {
   EDGE_CONNECTED_WINDOW_MS: { type: 'integer', default: 60_000, minimum: 1000, description: 'a cluster counts as connected while an agent contacted the service within this window' },
 } as const satisfies EnvSchema;
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Destination protection: read by the deliverer and by the api (edge work and reports),
+ * which share each destination's circuit through Redis. Give both the same values.
+ */
+export const breakerEnv = {
+  BREAKER_FAILURE_THRESHOLD: { type: 'integer', default: 10, minimum: 1, description: 'consecutive failures that open a destination circuit' },
+  BREAKER_COOLDOWN_MS: { type: 'integer', default: 30_000, minimum: 1, description: 'how long an open circuit waits before one probe' },
+  DESTINATION_DISABLE_AFTER_MS: { type: 'integer', default: 3 * DAY_MS, minimum: 1, description: 'a destination failing without a success this long is DISABLED' },
+} as const satisfies EnvSchema;
+
+export type BreakerConfig = ConfigOf<typeof breakerEnv>;
+
+/** The circuit breaker's options from breakerEnv, under the queue prefix. */
+export function breakerOptions(config: BreakerConfig, prefix: string): BreakerOptions {
+  return {
+    prefix,
+    threshold: config.BREAKER_FAILURE_THRESHOLD,
+    cooldownMs: config.BREAKER_COOLDOWN_MS,
+    // A health record outlives the disable window by a week.
+    ttlMs: config.DESTINATION_DISABLE_AFTER_MS + 7 * DAY_MS,
+  };
+}
 
 export type DeliveryPolicyConfig = ConfigOf<typeof deliveryPolicyEnv>;
 

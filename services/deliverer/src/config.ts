@@ -1,5 +1,5 @@
 import { baseEnv, type ConfigOf, type EnvSchema } from '@hookline/config';
-import { deliveryPolicyEnv, edgeStatusEnv } from '@hookline/delivery';
+import { breakerEnv, deliveryPolicyEnv, edgeStatusEnv } from '@hookline/delivery';
 import { observabilityEnv, queueMetricsEnv } from '@hookline/observability';
 import { POOL_PATTERNS } from '@hookline/queues';
 
@@ -9,6 +9,7 @@ const DAY_MS = 86_400_000;
 export const delivererEnv = {
   ...baseEnv,
   ...deliveryPolicyEnv,
+  ...breakerEnv,
   ...edgeStatusEnv,
   ...observabilityEnv,
   ...queueMetricsEnv,
@@ -36,9 +37,7 @@ export const delivererEnv = {
   RECOVERY_INTERVAL_MS: { type: 'integer', default: 5000, minimum: 10 },
   RECOVERY_AFTER_MS: { type: 'integer', default: 30_000, minimum: 0, description: 'a due delivery waiting this long without a job is re-enqueued' },
   RECOVERY_BATCH_SIZE: { type: 'integer', default: 2000, minimum: 1, description: 'deliveries re-enqueued per sweep at most' },
-  BREAKER_FAILURE_THRESHOLD: { type: 'integer', default: 10, minimum: 1, description: 'consecutive failures that open a destination circuit' },
-  BREAKER_COOLDOWN_MS: { type: 'integer', default: 30_000, minimum: 1, description: 'how long an open circuit waits before one probe' },
-  DESTINATION_DISABLE_AFTER_MS: { type: 'integer', default: 3 * DAY_MS, minimum: 1, description: 'a destination failing without a success this long is DISABLED' },
+  // BREAKER_FAILURE_THRESHOLD, BREAKER_COOLDOWN_MS, DESTINATION_DISABLE_AFTER_MS: breakerEnv (the api reads them too).
   SSRF_ALLOWLIST: { type: 'string', default: '', description: 'comma CIDRs exempt from SSRF protection (local dev and tests: 127.0.0.0/8,::1/128)' },
   DLQ_RETENTION_MS: { type: 'integer', default: 7 * DAY_MS, minimum: 1, description: 'exhausted deliveries (the DLQ) are kept this long' },
   PURGE_INTERVAL_MS: { type: 'integer', default: 3_600_000, minimum: 10, description: 'how often the DLQ purge runs' },

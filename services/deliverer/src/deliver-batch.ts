@@ -1,12 +1,11 @@
 import { retryTransient, type Pool } from '@hookline/db';
-import { buildHeaders, decide, destinationSettings, notSent, openSecrets, signatureHeaders, type BackoffPolicy, type DeliveryDefaults, type Outcome, type SendResult } from '@hookline/delivery';
+import { buildHeaders, decide, groupBy, destinationSettings, notSent, openSecrets, signatureHeaders, type BackoffPolicy, type Breaker, type DeliveryDefaults, type Outcome, type SendResult } from '@hookline/delivery';
 import type { Logger } from '@hookline/logger';
 import type { JobData, Producer, Redis } from '@hookline/queues';
-import type { Breaker } from './circuit-breaker';
 import type { Limiter } from './limiter';
 import { releaseDeliveries, renewLeases } from './claim-deliveries';
 import type { CoalescedDb } from './coalesced-db';
-import { gateDeliveries, groupBy, type Prepared } from './gate-deliveries';
+import { gateDeliveries, type Prepared } from './gate-deliveries';
 import type { HttpSender } from './http-sender';
 import { createOutcomeRecorder } from './outcome-recorder';
 import { recordHealth } from './record-health';

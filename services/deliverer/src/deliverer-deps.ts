@@ -1,10 +1,9 @@
 import { hostname } from 'node:os';
 import type { Pool } from '@hookline/db';
-import { createSecretCache, deliveryPolicy } from '@hookline/delivery';
+import { breakerOptions, createBreaker, createSecretCache, deliveryPolicy } from '@hookline/delivery';
 import type { Logger } from '@hookline/logger';
 import type { Producer, Redis } from '@hookline/queues';
 import { createSecretBox } from '@hookline/signing';
-import { createBreaker } from './circuit-breaker';
 import { createCoalescedDb } from './coalesced-db';
 import { parseList, type DelivererConfig } from './config';
 import type { DeliverDeps } from './deliver-batch';
@@ -41,12 +40,7 @@ export function buildDeliverDeps(config: DelivererConfig, r: Resources): Deliver
     prefix: config.QUEUE_PREFIX,
     logger: r.logger,
     sender: createHttpSender({ guard, responseBodyLimit: config.RESPONSE_BODY_LIMIT, maxInFlight: config.DELIVERER_MAX_IN_FLIGHT }),
-    breaker: createBreaker(r.redis, {
-      prefix: config.QUEUE_PREFIX,
-      threshold: config.BREAKER_FAILURE_THRESHOLD,
-      cooldownMs: config.BREAKER_COOLDOWN_MS,
-      ttlMs: config.DESTINATION_DISABLE_AFTER_MS + 7 * 86_400_000,
-    }),
+    breaker: createBreaker(r.redis, breakerOptions(config, config.QUEUE_PREFIX)),
     openSecret: createSecretCache(createSecretBox(config.SECRETS_KEY)),
     ...deliveryPolicy(config),
     leaseMs: config.DELIVERY_LEASE_MS,

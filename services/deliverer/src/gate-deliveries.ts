@@ -1,9 +1,7 @@
-import type { DestinationSettings } from '@hookline/delivery';
+import { groupBy, splitGated, takeRateTokens, type Breaker, type DestinationSettings, type GateAnswer, type Gated as GatedOf } from '@hookline/delivery';
 import type { Logger } from '@hookline/logger';
 import type { Redis } from '@hookline/queues';
-import type { Breaker } from './circuit-breaker';
 import type { ClaimedDelivery } from './claim-deliveries';
-import { takeRateTokens } from './rate-limiter';
 
 export interface Prepared {
   d: ClaimedDelivery;
@@ -17,29 +15,16 @@ export interface GateDeps {
   logger: Logger;
 }
 
-export interface Gated {
-  allowed: Prepared[];
-  /** Not sent now (circuit open or over the rate limit): due again after `delayMs`. */
-  deferred: { item: Prepared; delayMs: number }[];
-}
-
-export function groupBy<T>(items: T[], key: (t: T) => string): Map<string, T[]> {
-  const out = new Map<string, T[]>();
-  for (const i of items) {
-    const k = key(i);
-    const list = out.get(k);
-    if (list) list.push(i);
-    else out.set(k, [i]);
-  }
-  return out;
-}
+/** `allowed` go now; `deferred` (circuit open or over the rate limit) are due again after `delayMs`. */
+export type Gated = GatedOf<Prepared>;
 
 /**
  * Per destination, asks the shared circuit breaker and then the shared rate limit how
  * many of the claimed deliveries may go now. Those over a rate limit are spread over the
- * following one-second windows. If Redis cannot answer, everything goes (fail open):
- * deliveries matter more than protection. The destinations are asked at once: one after
- * another, a chunk at fan-out 5 waited for five Redis round trips before its first request.
+ * following one-second windows (splitGated, @hookline/delivery, which the edge path uses
+ * too). If Redis cannot answer, everything goes (fail open): deliveries matter more than
+ * protection. The destinations are asked at once: one after another, a chunk at fan-out 5
+ * waited for five Redis round trips before its first request.
  */
 export async function gateDeliveries(deps: GateDeps, items: Prepared[], now = Date.now()): Promise<Gated> {
   const gated = await Promise.all([...groupBy(items, (i) => i.d.destinationId)].map(([destinationId, group]) => gateDestination(deps, destinationId, group, now)));
@@ -49,16 +34,10 @@ export async function gateDeliveries(deps: GateDeps, items: Prepared[], now = Da
 async function gateDestination(deps: GateDeps, destinationId: string, group: Prepared[], now: number): Promise<Gated> {
   const settings = group[0]!.settings;
   try {
-    const b = await deps.breaker.admit(destinationId, group.length, settings.timeoutMs + 5_000, now);
-    const deferred = group.slice(b.allowed).map((item) => ({ item, delayMs: Math.max(0, b.retryAt - now) }));
-    let pass = b.allowed;
+    const breaker = await deps.breaker.admit(destinationId, group.length, settings.timeoutMs + 5_000, now);
     const limit = settings.rateLimitPerSecond;
-    if (limit !== null && pass > 0) {
-      const r = await takeRateTokens(deps.redis, deps.prefix, destinationId, limit, pass, now);
-      group.slice(r.allowed, pass).forEach((item, k) => deferred.push({ item, delayMs: r.nextWindowAt - now + Math.floor(k / limit) * 1000 }));
-      pass = r.allowed;
-    }
-    return { allowed: group.slice(0, pass), deferred };
+    const answer: GateAnswer = { breaker, rate: limit !== null && breaker.allowed > 0 ? await takeRateTokens(deps.redis, deps.prefix, destinationId, limit, breaker.allowed, now) : null };
+    return splitGated(group, answer, limit, now);
   } catch (err) {
     deps.logger.warn('destination gate unavailable, sending without it', { destination_id: destinationId, error: (err as Error).message });
     return { allowed: group, deferred: [] };

@@ -1,6 +1,6 @@
+import type { Breaker } from '@hookline/delivery';
 import type { Metrics } from '@hookline/observability';
 import { readDestinationHealthState, type BreakerState, type Redis } from '@hookline/queues';
-import type { Breaker } from './circuit-breaker';
 
 const VALUE: Record<BreakerState, number> = { closed: 0, half_open: 1, open: 2 };
 

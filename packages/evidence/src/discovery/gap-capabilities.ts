@@ -21,7 +21,7 @@ export const GAP_CAPABILITIES: readonly CapabilityDef[] = [
     otherwise: 'planned',
     non_claims: [
       'Edge agents pull work over outbound long-polls (no server-sent events); delivery through them is at-least-once.',
-      'Per-destination mTLS, the circuit breaker and per-destination rate limits apply to direct delivery only, not through an edge agent.',
+      'Per-destination mTLS applies to direct delivery only, not through an edge agent, which never holds destination secrets.',
     ],
   },
   {

@@ -2,7 +2,7 @@
 export const NON_CLAIMS: Readonly<Record<string, readonly string[]>> = {
   delivery: [
     'Exactly-once delivery is not offered; delivery is at-least-once and consumers must handle duplicates idempotently.',
-    'Private delivery through an edge agent is pull-based (outbound long-polls) and at-least-once; per-destination mTLS, the circuit breaker and per-destination rate limits do not apply on that path.',
+    'Private delivery through an edge agent is pull-based (outbound long-polls) and at-least-once; per-destination mTLS (a client certificate to the target) does not apply on that path, since the agent never holds destination secrets.',
   ],
   availability: [
     'Multi-region failover is not offered.',

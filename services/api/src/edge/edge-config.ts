@@ -1,13 +1,15 @@
 import { loadConfig, type ConfigOf, type EnvSchema } from '@hookline/config';
-import { deliveryPolicyEnv, edgeStatusEnv } from '@hookline/delivery';
+import { breakerEnv, deliveryPolicyEnv, edgeStatusEnv } from '@hookline/delivery';
 
 /**
  * What the agent-facing endpoints read from the environment, beside the api's own config:
  * the same delivery policy as the deliverer (an edge attempt is recorded like a direct
- * one), the signature window, leases and long-poll bounds.
+ * one), the destination protection (the circuit and rate limit a destination shares with
+ * the deliverer), the signature window, leases and long-poll bounds.
  */
 export const edgeEnv = {
   ...deliveryPolicyEnv,
+  ...breakerEnv,
   ...edgeStatusEnv,
   EDGE_SIGNATURE_TOLERANCE_SECONDS: { type: 'integer', default: 300, minimum: 1, description: 'clock tolerance of signed agent requests' },
   EDGE_LEASE_MS: { type: 'integer', default: 60_000, minimum: 500, description: 'lease of a delivery handed to an agent (stretched to timeout + half of it for slow destinations)' },

@@ -48,14 +48,14 @@ export function edgePlugin(env: NodeJS.ProcessEnv = process.env): ApiPlugin {
       '/v1/edge/clusters/{cid}/work': operation(
         'edge.work',
         'Lease due deliveries to an edge agent (long-poll)',
-        'Answers as soon as deliveries of the cluster are due (up to max), else after wait_seconds with none; at once with none while the service drains. Each is leased to this request (lease_owner) until lease_until; a lease that expires unreported is handed out again. What a request leased but could not hand out (its caller left, the service began draining, the response was cut) is given back at once, with no attempt. max 0 is a heartbeat.',
+        'Answers as soon as deliveries of the cluster are due (up to max), else after wait_seconds with none; at once with none while the service drains. Each is leased to this request (lease_owner) until lease_until; a lease that expires unreported is handed out again. What a request leased but could not hand out (its caller left, the service began draining, the response was cut) is given back at once, with no attempt. Deliveries of a destination whose circuit breaker is open (one probe once its cooldown is over) or whose rate_limit_per_second is spent for the current second are not handed out: given back with no attempt, due again when they may go. max 0 is a heartbeat.',
         workRequestSchema,
         workResponseSchema,
       ),
       '/v1/edge/clusters/{cid}/reports': operation(
         'edge.reports',
         'Report attempts made by an edge agent',
-        'Recorded exactly like direct attempts (retries, backoff, DLQ, event statuses). Idempotent: a report whose lease no longer holds the delivery (repeated, or re-leased) is ignored.',
+        'Recorded exactly like direct attempts (retries, backoff, DLQ, event statuses), and fed into the destination\'s circuit breaker like them. Idempotent: a report whose lease no longer holds the delivery (repeated, or re-leased) is ignored.',
         reportRequestSchema,
         reportResponseSchema,
       ),

@@ -42,6 +42,9 @@ async function giveBack(deps: EdgeDeps, cluster: EdgeCluster, leaseOwner: string
   }
 }
 
+/** Lease statements a poll runs back to back while each one's deliveries were all held back. */
+const HELD_BACK_RELOOKS = 4;
+
 /**
  * Long-poll: leases due deliveries as soon as there are some, else looks again every
  * EDGE_WORK_POLL_MS until the wait is over. Nothing is leased for a caller that left, nor
@@ -62,15 +65,27 @@ async function work(deps: EdgeDeps, req: Request, res: Response): Promise<void> 
   // One lease owner for the poll: every row it leases, and nothing else, carries it.
   const leaseOwner = newLeaseOwner(`edge:${body.agent_id}`);
   let deliveries: WorkResponse['deliveries'] = [];
+  let lookedAgain = 0;
   while (max > 0 && !gone() && !deps.draining.aborted) {
-    deliveries = await leaseWork(deps, cluster, { leaseOwner, max });
+    const leased = await leaseWork(deps, cluster, { leaseOwner, max });
+    deliveries = leased.deliveries;
     if (deliveries.length > 0 && (gone() || deps.draining.aborted)) {
       await giveBack(deps, cluster, leaseOwner, deliveries, gone() ? 'caller_left' : 'draining');
       deliveries = [];
       break;
     }
+    if (deliveries.length > 0) break;
+    // Everything leased was held back (circuit open, rate budget spent) and is postponed now:
+    // other destinations' due deliveries may wait behind it, so look again at once, a few
+    // times (even for a poll that does not wait), rather than one poll interval per batch
+    // of a held-back backlog.
+    if (leased.heldBack > 0 && lookedAgain < HELD_BACK_RELOOKS) {
+      lookedAgain++;
+      continue;
+    }
     const left = deadline - Date.now();
-    if (deliveries.length > 0 || left <= 0) break;
+    if (left <= 0) break;
+    lookedAgain = 0;
     await pause(Math.min(deps.config.EDGE_WORK_POLL_MS, left), deps.draining);
   }
   if (deliveries.length > 0) {

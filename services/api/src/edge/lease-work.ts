@@ -1,12 +1,31 @@
-import { CLAIMABLE_SQL, flowActiveSql, freeSql, basicAuth, buildHeaders, sendContextSelect, type SendContextColumns, decide, destinationSettings, notSent, openSecrets, recordOutcomes, type DestinationSettings, type Outcome, type WorkItem } from '@hookline/delivery';
+import {
+  CLAIMABLE_SQL,
+  flowActiveSql,
+  freeSql,
+  basicAuth,
+  buildHeaders,
+  sendContextSelect,
+  type SendContextColumns,
+  decide,
+  destinationSettings,
+  gateAtOnce,
+  notSent,
+  openSecrets,
+  recordOutcomes,
+  type DestinationSettings,
+  type Gated,
+  type Outcome,
+  type WorkItem,
+} from '@hookline/delivery';
 import type { EdgeCluster } from './edge-auth';
 import type { EdgeDeps } from './edge-deps';
-import { releasePollLeases } from './release-leases';
+import { postponePollLeases, releasePollLeases } from './release-leases';
 
 interface Row extends SendContextColumns {
   id: string;
   tenant_id: string;
   event_id: string;
+  destination_id: string;
   attempt_count: number;
   replay_count: number;
   lease_until: Date;
@@ -75,34 +94,83 @@ function toItem(r: Row & { body: Buffer }, secrets: string[], leaseOwner: string
   };
 }
 
+/** What a poll's lease statement led to. */
+export interface Leased {
+  /** Handed out to the agent, ready to send. */
+  deliveries: WorkItem[];
+  /** Leased but held back (circuit open, rate budget spent): given back, due later. */
+  heldBack: number;
+}
+
+interface Prepared {
+  row: Row;
+  destinationId: string;
+  settings: DestinationSettings;
+}
+
 /**
  * Leases up to `max` due deliveries of the cluster to one agent poll (`leaseOwner`, from
  * newLeaseOwner(`edge:<agent id>`), one per poll) and returns them ready to send. As the
- * deliverer does, some are not handed out and get their attempt recorded here: a purged
- * payload (`payload_missing`, to the DLQ), and a destination with a secret that does not
- * open (`signing_unavailable`: never sent unsigned or half-signed; retried, then the DLQ).
+ * deliverer does, some are not handed out:
+ *
+ * - those whose destination's circuit is open, or whose rate budget for this second is
+ *   spent (the circuit breaker and rate limit the destination shares with the deliverer,
+ *   asked for every destination of the batch in one Redis round trip): given back with no
+ *   attempt and due again when the circuit may let a probe through, or in a later window
+ *   (holdBack);
+ * - a purged payload (`payload_missing`, to the DLQ), and a destination with a secret that
+ *   does not open (`signing_unavailable`: never sent unsigned or half-signed; retried, then
+ *   the DLQ): their attempt is recorded here.
+ *
  * Should anything fail after the lease statement, its leases are given back before the
- * error goes on (the caller answers 500 and would hand out nothing).
+ * error goes on (the caller answers 500 and would hand out nothing). `now` is the gate's
+ * clock (tests pin it).
  */
-export async function leaseWork(deps: EdgeDeps, cluster: EdgeCluster, input: { leaseOwner: string; max: number }): Promise<WorkItem[]> {
+export async function leaseWork(deps: EdgeDeps, cluster: EdgeCluster, input: { leaseOwner: string; max: number; now?: number }): Promise<Leased> {
   const { leaseOwner } = input;
   const { rows } = await deps.pool.query<Row>(LEASE_SQL, [cluster.id, cluster.tenantId, input.max, deps.config.EDGE_LEASE_MS, leaseOwner]);
-  if (rows.length === 0) return [];
+  if (rows.length === 0) return { deliveries: [], heldBack: 0 };
   try {
-    return await prepare(deps, rows, leaseOwner);
+    const leased = rows.map((row) => ({ row, destinationId: row.destination_id, settings: destinationSettings(row.method, row.config, deps.policy.defaults) }));
+    const { allowed, heldBack } = await holdBack(deps, leased, leaseOwner, input.now ?? Date.now());
+    return { deliveries: await prepare(deps, allowed, leaseOwner), heldBack };
   } catch (err) {
     await releasePollLeases(deps.pool, leaseOwner, rows.map((r) => r.id)).catch(() => undefined);
     throw err;
   }
 }
 
-async function prepare(deps: EdgeDeps, rows: Row[], leaseOwner: string): Promise<WorkItem[]> {
+/**
+ * The destinations' circuits and rate limits, as the deliverer's gate asks them: per
+ * destination, an open circuit holds back everything until its cooldown ends, then lets
+ * one probe through (half-open, counted in flight for the probe's lease); the rate limit
+ * then grants what is left of the destination's one-second window, and the rest is spread
+ * over the following windows. What is held back is given back unsent at once (no attempt,
+ * attempt_count unchanged) and postponed to when it may go (postponePollLeases), so the
+ * long-poll does not lease it again meanwhile. If Redis cannot answer, everything goes
+ * (fail open, as in the deliverer): deliveries matter more than protection.
+ */
+async function holdBack(deps: EdgeDeps, leased: Prepared[], leaseOwner: string, now: number): Promise<{ allowed: Prepared[]; heldBack: number }> {
+  let gated: Gated<Prepared>;
+  try {
+    gated = await gateAtOnce(deps.breaker, leased, (settings) => leaseMsFor(deps.config.EDGE_LEASE_MS, settings.timeoutMs), now);
+  } catch (err) {
+    deps.logger.warn('destination gate unavailable, leasing without it', { destinations: new Set(leased.map((l) => l.destinationId)).size, error: (err as Error).message });
+    return { allowed: leased, heldBack: 0 };
+  }
+  if (gated.deferred.length > 0) {
+    await postponePollLeases(deps.pool, leaseOwner, gated.deferred.map((x) => ({ id: x.item.row.id, delayMs: x.delayMs })));
+    deps.logger.debug('held back deliveries: circuit open or rate limit reached', { count: gated.deferred.length, destinations: new Set(gated.deferred.map((x) => x.item.destinationId)).size });
+  }
+  return { allowed: gated.allowed, heldBack: gated.deferred.length };
+}
+
+async function prepare(deps: EdgeDeps, leased: Prepared[], leaseOwner: string): Promise<WorkItem[]> {
   const items: WorkItem[] = [];
   const refused: Outcome[] = [];
   const longer: { id: string; ms: number }[] = [];
   const now = new Date();
-  for (const r of rows) {
-    const settings = destinationSettings(r.method, r.config, deps.policy.defaults);
+  for (const { row: r, settings } of leased) {
     const secrets = openSecrets(deps.openSecret, r.secrets);
     if (!r.body || !secrets) {
       const result = notSent(!r.body ? 'payload_missing' : 'signing_unavailable', now);

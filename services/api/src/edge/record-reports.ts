@@ -3,6 +3,7 @@ import {
   decide,
   destinationSettings,
   pickHeaders,
+  recordHealthAtOnce,
   recordOutcomes,
   truncateBody,
   type AttemptReport,
@@ -16,6 +17,7 @@ import type { EdgeDeps } from './edge-deps';
 
 interface Held {
   id: string;
+  destination_id: string;
   tenant_id: string;
   event_id: string;
   attempt_count: number;
@@ -57,7 +59,7 @@ export function toSendResult(r: AttemptReport, bodyLimit: number): SendResult {
 }
 
 const HELD_SQL = `
-SELECT d.id, d.tenant_id, d.event_id, d.attempt_count, d.replay_count, t.method, t.config
+SELECT d.id, d.destination_id, d.tenant_id, d.event_id, d.attempt_count, d.replay_count, t.method, t.config
 FROM deliveries d JOIN destinations t ON t.id = d.destination_id
 WHERE d.id = ANY($1::text[]) AND t.cluster_id = $2 AND d.lease_owner = $3 AND d.status IN (${CLAIMABLE_SQL})`;
 
@@ -65,13 +67,18 @@ WHERE d.id = ANY($1::text[]) AND t.cluster_id = $2 AND d.lease_owner = $3 AND d.
  * Records reported attempts exactly like direct ones (same retry policy, DLQ and event
  * statuses, in @hookline/delivery). Only while the reporting lease still holds the
  * delivery: a repeated report, or one whose lease went to another agent, is `ignored`
- * and changes nothing.
+ * and changes nothing. The attempts recorded then feed their destinations' circuits, as
+ * the deliverer's do (failures open a circuit, a success closes it, a destination failing
+ * without a success for DESTINATION_DISABLE_AFTER_MS is disabled): every destination of
+ * the batch in one Redis round trip, after the attempts are written. An ignored report
+ * counts for nothing, so a repeated report cannot count twice.
  */
 export async function recordReports(deps: EdgeDeps, cluster: EdgeCluster, reports: AttemptReport[]): Promise<ReportResult[]> {
   const unique = [...new Map(reports.map((r) => [r.delivery_id, r] as const)).values()];
   const byOwner = new Map<string, AttemptReport[]>();
   for (const r of unique) byOwner.set(r.lease_owner, [...(byOwner.get(r.lease_owner) ?? []), r]);
   const recorded = new Map<string, ReportResult>();
+  const health: { destinationId: string; result: SendResult }[] = [];
   for (const [owner, group] of byOwner) {
     const { rows } = await deps.pool.query<Held>(HELD_SQL, [group.map((r) => r.delivery_id), cluster.id, owner]);
     const held = new Map(rows.map((h) => [h.id, h]));
@@ -86,7 +93,10 @@ export async function recordReports(deps: EdgeDeps, cluster: EdgeCluster, report
     }
     for (const o of await recordOutcomes(deps.pool, owner, outcomes, { via: 'edge', onlyHeld: true })) {
       recorded.set(o.deliveryId, { delivery_id: o.deliveryId, result: 'recorded', attempt: o.attemptNumber, status: o.decision.status });
+      health.push({ destinationId: held.get(o.deliveryId)!.destination_id, result: o.result });
     }
   }
+  // Never throws: the attempts are written, and the agent must not send the batch again.
+  await recordHealthAtOnce(deps, health);
   return reports.map((r) => recorded.get(r.delivery_id) ?? { delivery_id: r.delivery_id, result: 'ignored', reason: 'not_leased' });
 }

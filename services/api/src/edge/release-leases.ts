@@ -3,16 +3,31 @@ import type { Pool } from '@hookline/db';
 import type { EdgeCluster } from './edge-auth';
 import type { EdgeDeps } from './edge-deps';
 
-// Both statements drop only leases still held by the given lease owner (a lease that
-// expired and went to another agent, or that was reported, has another owner or none), find
+// Every statement here drops only leases still held by the given lease owner (a lease that
+// expired and went to another agent, or that was reported, has another owner or none), finds
 // the rows by primary key (lease_owner has no index: see @hookline/delivery lease.ts), and
-// write no attempt: nothing was sent, attempt_count and next_attempt_at stay, so the
-// delivery is free and due again at once.
+// writes no attempt: nothing was sent, attempt_count stays. The releases keep
+// next_attempt_at too, so the delivery is free and due again at once; only the postponement
+// of held-back deliveries (POSTPONE_POLL_SQL) moves it.
 
 /** A work poll's own leases (one lease owner per poll), by the ids it leased. */
 export const RELEASE_POLL_SQL = `
 UPDATE deliveries d SET ${RELEASE_SET_SQL}
 WHERE d.id = ANY($1::text[]) AND d.lease_owner = $2 AND d.status IN (${CLAIMABLE_SQL})
+RETURNING d.id`;
+
+/**
+ * A work poll's leases of deliveries it does not hand out because their destination's
+ * circuit is open or its rate budget is spent (lease-work.ts): given back as above, with no
+ * attempt and attempt_count unchanged, but due again only after each one's delay, as the
+ * deliverer postpones what its gate holds back. Otherwise the long-poll would lease them
+ * again at once, every EDGE_WORK_POLL_MS. Moving next_attempt_at makes this update a
+ * non-HOT one; it happens only while a destination is held back.
+ */
+export const POSTPONE_POLL_SQL = `
+UPDATE deliveries d SET ${RELEASE_SET_SQL}, next_attempt_at = now() + u.delay * interval '1 millisecond'
+FROM unnest($1::text[], $2::float8[]) AS u(id, delay)
+WHERE d.id = u.id AND d.lease_owner = $3 AND d.status IN (${CLAIMABLE_SQL})
 RETURNING d.id`;
 
 /**
@@ -35,6 +50,13 @@ RETURNING d.id, u.owner`;
 export async function releasePollLeases(pool: Pool, leaseOwner: string, ids: string[]): Promise<string[]> {
   if (ids.length === 0) return [];
   const { rows } = await pool.query<{ id: string }>(RELEASE_POLL_SQL, [ids, leaseOwner]);
+  return rows.map((r) => r.id);
+}
+
+/** Gives back what one work poll leased and holds back, due again after `delayMs` each. Returns the ids postponed. */
+export async function postponePollLeases(pool: Pool, leaseOwner: string, items: { id: string; delayMs: number }[]): Promise<string[]> {
+  if (items.length === 0) return [];
+  const { rows } = await pool.query<{ id: string }>(POSTPONE_POLL_SQL, [items.map((i) => i.id), items.map((i) => Math.max(0, Math.round(i.delayMs))), leaseOwner]);
   return rows.map((r) => r.id);
 }
 

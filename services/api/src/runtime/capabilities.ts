@@ -39,7 +39,7 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'private_delivery',
     name: 'Private delivery through an edge plane',
     status: 'implemented',
-    note: 'the hookline-edge agent (packages/edge) pulls a cluster\'s deliveries over outbound long-polls, sends them inside the private network and reports each attempt; per-destination mTLS, the circuit breaker and per-destination rate limits apply to direct delivery only',
+    note: 'the hookline-edge agent (packages/edge) pulls a cluster\'s deliveries over outbound long-polls, sends them inside the private network and reports each attempt; the circuit breaker and per-destination rate limits apply on this path too (shared with the deliverer in Redis); per-destination mTLS applies to direct delivery only (the agent never holds destination secrets)',
   },
   { id: 'dedicated_ips', name: 'Dedicated receive IPs', status: 'planned', note: 'the Business plan gate exists; no dedicated addresses are provisioned' },
   {
