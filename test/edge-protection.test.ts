@@ -338,6 +338,34 @@ describe('cost and failure of the gate', () => {
     expect((await readDestinationHealthState(h.redis, h.prefix, limited.destinationId)).state).toBe('closed');
   });
 
+  it('attempts recorded before a report batch fails part-way still feed their circuit (the agent\'s retry of the batch finds them ignored)', async () => {
+    const cluster = await insertCluster(h.db.pool, tenantId);
+    const c = { id: cluster.id, tenantId };
+    // Two polls, two lease owners: the batch is recorded one lease owner after the other.
+    const first = await deliveriesOf(cluster, 3, { config: { retry_schedule_ms: [3_600_000] } });
+    const a = await leaseWork(deps, c, { leaseOwner: newLeaseOwner('edge:agent-a'), max: 10 });
+    const second = await deliveriesOf(cluster, 1, { config: { retry_schedule_ms: [3_600_000] } });
+    const b = await leaseWork(deps, c, { leaseOwner: newLeaseOwner('edge:agent-b'), max: 10 });
+    expect([a.deliveries.length, b.deliveries.length]).toEqual([3, 1]);
+    // PostgreSQL goes away after the first lease owner's attempts are written.
+    let connects = 0;
+    const pool = new Proxy(h.db.pool, {
+      get(target, prop, receiver) {
+        if (prop === 'connect') return () => (++connects > 1 ? Promise.reject(new Error('Connection terminated unexpectedly')) : target.connect());
+        const v = Reflect.get(target, prop, receiver);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const batch = [...a.deliveries, ...b.deliveries].map((x) => answer(x, 503));
+    await expect(recordReports({ ...deps, pool }, c, batch)).rejects.toThrow(/terminated/);
+    expect(await attemptCount(first.ids)).toBe(3);
+    // The agent sends the batch again: the first three are ignored now, the last is recorded.
+    expect((await recordReports(deps, c, batch)).map((r) => r.result)).toEqual(['ignored', 'ignored', 'ignored', 'recorded']);
+    // Three recorded failures (the threshold): the circuit opened.
+    expect(await readDestinationHealthState(h.redis, h.prefix, first.destinationId)).toMatchObject({ state: 'open', consecutiveFailures: 3 });
+    expect(await readDestinationHealthState(h.redis, h.prefix, second.destinationId)).toMatchObject({ state: 'closed', consecutiveFailures: 1 });
+  });
+
   it('fails open: when Redis cannot answer, the poll hands out everything and reports are still recorded', async () => {
     const cluster = await insertCluster(h.db.pool, tenantId);
     const c = { id: cluster.id, tenantId };

@@ -124,6 +124,28 @@ describe('a work poll that cannot hand out what its lease statement leased gives
   });
 });
 
+describe('a leased delivery that cannot be made ready to send', () => {
+  it('a destination URL whose credentials do not decode fails its own attempt, as in the deliverer; the poll does not fail, give everything back and fail again for ever', async () => {
+    const cluster = await insertCluster(h.db.pool, tenantId);
+    // Accepted by the destinations API (a valid URL), but its user name is not percent-decodable.
+    const url = 'http://us%ZZer:secret-pw@10.20.30.40:8080/hook';
+    expect(() => new URL(url)).not.toThrow();
+    const bad = await insertEdgeDelivery(h.db.pool, tenantId, cluster.id, { url, nextAttemptAt: new Date(Date.now() - 60_000), config: { retry_schedule_ms: [3_600_000] } });
+    const good = await insertEdgeDelivery(h.db.pool, tenantId, cluster.id);
+    for (const agent of ['agent-a', 'agent-b']) {
+      const res = await work(cluster, agent);
+      expect(res.status).toBe(200);
+      if (agent === 'agent-a') expect(res.body.deliveries.map((x: { id: string }) => x.id)).toEqual([good.deliveryId]);
+      else expect(res.body.deliveries).toEqual([]);
+    }
+    // Nothing was sent: one failed attempt, recorded by the service, that names no credential.
+    const attempts = await attemptsOf(h.db.pool, bad.deliveryId);
+    expect(attempts).toEqual([expect.objectContaining({ number: 1, status_code: null, error_kind: 'connect', via: 'edge' })]);
+    expect(JSON.stringify(attempts)).not.toContain('secret-pw');
+    expect(await deliveryRow(h.db.pool, bad.deliveryId)).toMatchObject({ stored_status: 'failed', attempt_count: 1, lease_owner: null });
+  });
+});
+
 describe('POST /v1/edge/clusters/{cid}/releases', () => {
   it('frees only the caller\'s current leases: not a reported one, a stale lease owner, another agent\'s, another cluster\'s or another tenant\'s', async () => {
     const cluster = await insertCluster(h.db.pool, tenantId);
@@ -189,6 +211,19 @@ describe('POST /v1/edge/clusters/{cid}/releases', () => {
     const repeat = await release(cluster, 'agent-a', [{ delivery_id: free.deliveryId, lease_owner: owner }]);
     expect(repeat.body.results).toEqual([{ delivery_id: free.deliveryId, result: 'ignored', reason: 'not_leased' }]);
     expect((await stored(free.deliveryId)).lease_owner).toBe(next.body.deliveries[0].lease_owner);
+  });
+
+  it('an agent id that another agent\'s id extends ("dc-1" and "dc-1:b", ":" being allowed) does not reach that agent\'s leases', async () => {
+    const cluster = await insertCluster(h.db.pool, tenantId);
+    const d = await insertEdgeDelivery(h.db.pool, tenantId, cluster.id);
+    const owner = (await work(cluster, 'dc-1:b')).body.deliveries[0].lease_owner as string;
+    expect(owner).toMatch(/^edge:dc-1:b:[0-9a-f]+$/);
+    // "edge:dc-1:" is a prefix of agent dc-1:b's lease owner, but the lease is not agent dc-1's.
+    const byOther = await release(cluster, 'dc-1', [{ delivery_id: d.deliveryId, lease_owner: owner }]);
+    expect(byOther.body.results).toEqual([{ delivery_id: d.deliveryId, result: 'ignored', reason: 'not_leased' }]);
+    expect((await stored(d.deliveryId)).lease_owner).toBe(owner);
+    // Its own agent can.
+    expect((await release(cluster, 'dc-1:b', [{ delivery_id: d.deliveryId, lease_owner: owner }])).body.results).toEqual([{ delivery_id: d.deliveryId, result: 'released' }]);
   });
 
   it('refuses a malformed body with 400 problem details once the signature holds, changing nothing', async () => {

@@ -15,6 +15,7 @@ import {
   type DestinationSettings,
   type Gated,
   type Outcome,
+  type SendResult,
   type WorkItem,
 } from '@hookline/delivery';
 import type { EdgeCluster } from './edge-auth';
@@ -118,9 +119,10 @@ interface Prepared {
  *   asked for every destination of the batch in one Redis round trip): given back with no
  *   attempt and due again when the circuit may let a probe through, or in a later window
  *   (holdBack);
- * - a purged payload (`payload_missing`, to the DLQ), and a destination with a secret that
+ * - a purged payload (`payload_missing`, to the DLQ), a destination with a secret that
  *   does not open (`signing_unavailable`: never sent unsigned or half-signed; retried, then
- *   the DLQ): their attempt is recorded here.
+ *   the DLQ), and a URL that cannot be sent to (`connect`, as the deliverer records it):
+ *   their attempt is recorded here.
  *
  * Should anything fail after the lease statement, its leases are given back before the
  * error goes on (the caller answers 500 and would hand out nothing). `now` is the gate's
@@ -179,12 +181,23 @@ async function prepare(deps: EdgeDeps, leased: Prepared[], leaseOwner: string): 
       continue;
     }
     const ms = leaseMsFor(deps.config.EDGE_LEASE_MS, settings.timeoutMs);
-    let until = r.lease_until;
-    if (ms > deps.config.EDGE_LEASE_MS) {
-      longer.push({ id: r.id, ms });
-      until = new Date(r.lease_until.getTime() + ms - deps.config.EDGE_LEASE_MS);
+    const stretched = ms > deps.config.EDGE_LEASE_MS;
+    const until = stretched ? new Date(r.lease_until.getTime() + ms - deps.config.EDGE_LEASE_MS) : r.lease_until;
+    let item: WorkItem;
+    try {
+      item = toItem({ ...r, body: r.body }, secrets, leaseOwner, until, settings);
+    } catch (err) {
+      // A URL the destinations API took but that cannot be sent to (credentials that do not
+      // percent-decode): a failed attempt, nothing sent, as the deliverer records it
+      // (http-sender.ts). Thrown, it would fail the whole poll, whose leases go back at once,
+      // and every later poll would lease it first and fail the same: the cluster stuck.
+      const result: SendResult = { statusCode: null, errorKind: 'connect', error: `invalid destination URL: ${(err as Error).message}`, responseBody: null, responseHeaders: null, startedAt: now, durationMs: 0 };
+      const attemptNumber = r.attempt_count + 1;
+      refused.push({ deliveryId: r.id, tenantId: r.tenant_id, eventId: r.event_id, attemptNumber, result, decision: decide(settings, deps.policy.backoff, result, attemptNumber, r.replay_count) });
+      continue;
     }
-    items.push(toItem({ ...r, body: r.body }, secrets, leaseOwner, until, settings));
+    if (stretched) longer.push({ id: r.id, ms });
+    items.push(item);
   }
   if (longer.length > 0) {
     await deps.pool.query(

@@ -79,24 +79,29 @@ export async function recordReports(deps: EdgeDeps, cluster: EdgeCluster, report
   for (const r of unique) byOwner.set(r.lease_owner, [...(byOwner.get(r.lease_owner) ?? []), r]);
   const recorded = new Map<string, ReportResult>();
   const health: { destinationId: string; result: SendResult }[] = [];
-  for (const [owner, group] of byOwner) {
-    const { rows } = await deps.pool.query<Held>(HELD_SQL, [group.map((r) => r.delivery_id), cluster.id, owner]);
-    const held = new Map(rows.map((h) => [h.id, h]));
-    const outcomes: Outcome[] = [];
-    for (const r of group) {
-      const h = held.get(r.delivery_id);
-      if (!h) continue;
-      const result = toSendResult(r, deps.config.RESPONSE_BODY_LIMIT);
-      const settings = destinationSettings(h.method, h.config, deps.policy.defaults);
-      const attemptNumber = h.attempt_count + 1;
-      outcomes.push({ deliveryId: h.id, tenantId: h.tenant_id, eventId: h.event_id, attemptNumber, result, decision: decide(settings, deps.policy.backoff, result, attemptNumber, h.replay_count) });
+  try {
+    for (const [owner, group] of byOwner) {
+      const { rows } = await deps.pool.query<Held>(HELD_SQL, [group.map((r) => r.delivery_id), cluster.id, owner]);
+      const held = new Map(rows.map((h) => [h.id, h]));
+      const outcomes: Outcome[] = [];
+      for (const r of group) {
+        const h = held.get(r.delivery_id);
+        if (!h) continue;
+        const result = toSendResult(r, deps.config.RESPONSE_BODY_LIMIT);
+        const settings = destinationSettings(h.method, h.config, deps.policy.defaults);
+        const attemptNumber = h.attempt_count + 1;
+        outcomes.push({ deliveryId: h.id, tenantId: h.tenant_id, eventId: h.event_id, attemptNumber, result, decision: decide(settings, deps.policy.backoff, result, attemptNumber, h.replay_count) });
+      }
+      for (const o of await recordOutcomes(deps.pool, owner, outcomes, { via: 'edge', onlyHeld: true })) {
+        recorded.set(o.deliveryId, { delivery_id: o.deliveryId, result: 'recorded', attempt: o.attemptNumber, status: o.decision.status });
+        health.push({ destinationId: held.get(o.deliveryId)!.destination_id, result: o.result });
+      }
     }
-    for (const o of await recordOutcomes(deps.pool, owner, outcomes, { via: 'edge', onlyHeld: true })) {
-      recorded.set(o.deliveryId, { delivery_id: o.deliveryId, result: 'recorded', attempt: o.attemptNumber, status: o.decision.status });
-      health.push({ destinationId: held.get(o.deliveryId)!.destination_id, result: o.result });
-    }
+  } finally {
+    // Never throws: the attempts are written, and the agent must not send the batch again.
+    // Also when a later lease owner's write failed: what was written before it stays (the
+    // agent's retry of the batch finds it ignored), so its circuits hear of it now or never.
+    await recordHealthAtOnce(deps, health);
   }
-  // Never throws: the attempts are written, and the agent must not send the batch again.
-  await recordHealthAtOnce(deps, health);
   return reports.map((r) => recorded.get(r.delivery_id) ?? { delivery_id: r.delivery_id, result: 'ignored', reason: 'not_leased' });
 }

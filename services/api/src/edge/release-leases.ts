@@ -32,13 +32,16 @@ RETURNING d.id`;
 
 /**
  * An agent's releases: each (id, lease_owner) pair, only for deliveries of the caller's
- * cluster and tenant, and only leases that agent took (`edge:<agent_id>:…`, newLeaseOwner).
+ * cluster and tenant, and only leases that agent took (`edge:<agent_id>:<hex>`,
+ * newLeaseOwner). An agent id may contain ':', so the prefix alone is not enough: agent
+ * `dc-1`'s prefix `edge:dc-1:` also starts agent `dc-1:b`'s leases. What follows the prefix
+ * must be the random part alone (no ':').
  */
 export const RELEASE_AGENT_SQL = `
 UPDATE deliveries d SET ${RELEASE_SET_SQL}
 FROM unnest($1::text[], $2::text[]) AS u(id, owner), destinations t
 WHERE d.id = u.id AND d.lease_owner = u.owner AND d.status IN (${CLAIMABLE_SQL})
-  AND left(d.lease_owner, length($5)) = $5
+  AND left(d.lease_owner, length($5)) = $5 AND strpos(substr(d.lease_owner, length($5) + 1), ':') = 0
   AND t.id = d.destination_id AND t.cluster_id = $3 AND t.tenant_id = $4
 RETURNING d.id, u.owner`;
 
