@@ -8,7 +8,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { newId } from '@hookline/db';
 import { cachedDiscovery, evidenceKey, issueReceipts, sealWindow } from '@hookline/evidence';
 import { createLogger } from '@hookline/logger';
-import { createProducer, createRedis, type Producer, type Redis } from '@hookline/queues';
+import { createProducer, createRedis, redisReady, type Producer, type Redis } from '@hookline/queues';
 import { createTestDatabase, flushPrefix, seedTenant, uniquePrefix, type SeededTenant, type TestDatabase } from '@hookline/testing';
 import { parseMcpKeyRateLimit, parseRateLimits } from '../services/api/src/config';
 import { createDiscoveryRouter, REPO_ROOT } from '../services/api/src/discovery/discovery.routes';
@@ -47,6 +47,9 @@ export async function startMcp(label: string, opts: { rateLimits?: string; mcpKe
   const db = await createTestDatabase(label);
   const prefix = uniquePrefix(label);
   const redis = createRedis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', 'producer');
+  // The rate limiter fails open while Redis is not connected yet (a producer connection has
+  // no offline queue): a first request served unlimited would throw every count off.
+  if (!(await redisReady(redis, 20_000))) throw new Error('Redis did not connect');
   const producer = createProducer(redis, prefix);
   const clients: Client[] = [];
   let url = '';

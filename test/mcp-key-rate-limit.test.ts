@@ -3,6 +3,7 @@
 // The buckets that are driven empty here refill one token a minute (the enterprise key's
 // two), so no test sees a refill: the counts below are exact.
 import { ConfigError } from '@hookline/config';
+import type { Pool } from '@hookline/db';
 import type { SeededTenant } from '@hookline/testing';
 import { loadApiConfig } from '../services/api/src/config';
 import { mcpKeyRateLimitKey } from '../services/api/src/limits/rate-limit';
@@ -224,4 +225,20 @@ test('MCP_KEY_RATE_LIMIT is read as a RATE_LIMITS entry, 60/120 by default; a ba
     expect(() => loadApiConfig({ MCP_KEY_RATE_LIMIT: bad })).toThrow(ConfigError);
     expect(() => loadApiConfig({ MCP_KEY_RATE_LIMIT: bad })).toThrow(/MCP_KEY_RATE_LIMIT/);
   }
+});
+
+describe('the rate-limit columns of api_keys', () => {
+  const BAD: [number | null, number | null][] = [[5, null], [null, 5], [0, 5], [5, 0], [null, 0], [0, null], [-1, -1]];
+  const set = (pool: Pool, id: string, perMinute: number | null, burst: number | null) =>
+    pool.query('UPDATE api_keys SET rate_limit_per_minute = $2, rate_limit_burst = $3 WHERE id = $1', [id, perMinute, burst]);
+
+  test('hold both figures or neither, each at least 1 (CHECK api_keys_rate_limit_check)', async () => {
+    const t = await h.tenant({ plan: 'pro' });
+    const key = await makeKey(t);
+    for (const [perMinute, burst] of BAD) {
+      await expect(set(h.db.pool, key.id, perMinute, burst).then(() => 'stored')).rejects.toMatchObject({ code: '23514', constraint: 'api_keys_rate_limit_check' });
+    }
+    await set(h.db.pool, key.id, 2, 3);
+    await set(h.db.pool, key.id, null, null);
+  });
 });

@@ -7,7 +7,10 @@ ADD COLUMN     "rate_limit_per_minute" INTEGER;
 
 -- Hand-written (Prisma's schema language does not declare CHECK constraints): both figures
 -- or neither, and each at least 1. Existing rows have neither, so this validates at once.
+-- (The IS NOT NULL tests matter: with one figure null, `x >= 1 AND NULL >= 1` is NULL, and
+-- a CHECK lets a NULL through.)
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_rate_limit_check" CHECK (
   ("rate_limit_per_minute" IS NULL AND "rate_limit_burst" IS NULL)
-  OR ("rate_limit_per_minute" >= 1 AND "rate_limit_burst" >= 1)
+  OR ("rate_limit_per_minute" IS NOT NULL AND "rate_limit_burst" IS NOT NULL
+      AND "rate_limit_per_minute" >= 1 AND "rate_limit_burst" >= 1)
 );

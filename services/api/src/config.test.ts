@@ -24,6 +24,11 @@ describe('api config', () => {
   it('names a bad RATE_LIMITS entry or a missing plan', () => {
     expect(() => parseRateLimits('free=100/200,pro=fast')).toThrow(/RATE_LIMITS has a bad entry "pro=fast"/);
     expect(() => parseRateLimits('free=1/2')).toThrow(ConfigError);
+    // A zero is not a limit (the bucket never refills); it used to be accepted.
+    for (const zero of ['free=0/5', 'free=5/0']) {
+      expect(() => parseRateLimits(`${zero},pro=1/1,business=1/1,enterprise=1/1`)).toThrow(/RATE_LIMITS has a bad entry "free=[05]\/[05]" .*at least 1/);
+    }
+    expect(parseRateLimits('free=1/1,pro=1/1,business=1/1,enterprise=1/1').free).toEqual({ perMinute: 1, burst: 1 });
     expect(() => loadApiConfig({ PORT: 'eighty' })).toThrow(/PORT/);
   });
 

@@ -69,7 +69,8 @@ export function parseRateLimits(spec: string): Record<PlanName, RateLimit> {
   for (const part of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
     const m = /^(\w+)=(\d+)\/(\d+)$/.exec(part);
     const plan = m?.[1] as PlanName | undefined;
-    if (!m || !plan || !PLANS.includes(plan)) throw new ConfigError([`RATE_LIMITS has a bad entry "${part}" (want plan=<per minute>/<burst>)`]);
+    // 0 would not be a limit: the bucket could never refill (and the limiter's script fails on it, which fails open).
+    if (!m || !plan || !PLANS.includes(plan) || Number(m[2]) < 1 || Number(m[3]) < 1) throw new ConfigError([`RATE_LIMITS has a bad entry "${part}" (want plan=<per minute>/<burst>, both at least 1)`]);
     out[plan] = { perMinute: Number(m[2]), burst: Number(m[3]) };
   }
   const missing = PLANS.filter((p) => !out[p]);

@@ -67,7 +67,8 @@ export function createMcpRouter(deps: McpDeps): Router {
     await server.connect(transport);
     await transport.handleRequest(req, res, req.body);
   });
-  // Stateless: no server-initiated stream (GET) and no session to end (DELETE).
+  // Stateless: no server-initiated stream (GET) and no session to end (DELETE). In the api
+  // the app's 405 answers first; this keeps the router whole on its own (and served as documented).
   router.all('/v1/mcp', (_req, res) => {
     res.setHeader('Allow', 'POST');
     throw new AppError('method-not-allowed', 'The MCP endpoint is stateless: POST JSON-RPC messages; there is no SSE stream or session.');
