@@ -53,7 +53,7 @@ export async function startApi(label: string, env: Record<string, string> = {}, 
     ...env,
   });
   const prisma = createPrisma(db.url, 3);
-  const redis = createRedis(config.REDIS_URL, 'producer');
+  const redis = createRedis(config.REDIS_URL, 'producer', undefined, { commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS });
   // The rate limiter fails open while Redis is unreachable: start only once connected.
   if (!(await redisReady(redis, 20_000))) throw new Error('Redis did not connect');
   const producer = createProducer(redis, prefix);

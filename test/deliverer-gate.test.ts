@@ -1,11 +1,17 @@
 // The gate (circuit breaker, rate limit) and the health record after a batch ask Redis for
 // every destination of a chunk at once, not one destination after another; each
 // destination still gets its own answer.
+import { loadConfig } from '@hookline/config';
 import { destinationSettings, type Breaker, type SendResult } from '@hookline/delivery';
+import { createLogger } from '@hookline/logger';
+import { createProducer, createRedis, readDestinationHealthState, redisReady } from '@hookline/queues';
+import { startReceiver, startRedisProxy } from '@hookline/testing';
 import type { ClaimedDelivery } from '../services/deliverer/src/claim-deliveries';
+import { delivererEnv } from '../services/deliverer/src/config';
+import { buildDeliverDeps } from '../services/deliverer/src/deliverer-deps';
 import { gateDeliveries, type Prepared } from '../services/deliverer/src/gate-deliveries';
 import { recordHealth } from '../services/deliverer/src/record-health';
-import { createHarness, type Harness } from './deliverer-fixtures';
+import { createHarness, TEST_ENV, type Harness } from './deliverer-fixtures';
 
 jest.setTimeout(60_000);
 
@@ -64,4 +70,47 @@ test('every destination of a chunk is gated at once, and an open circuit holds b
   expect(gated.allowed.map((p) => p.d.id).sort()).toEqual(['dlv_dst_gate_a_1', 'dlv_dst_gate_a_2', 'dlv_dst_gate_b_1']);
   expect(gated.deferred.map((x) => x.item.d.id).sort()).toEqual(['dlv_dst_gate_c_1', 'dlv_dst_gate_c_2']);
   expect(gated.deferred.every((x) => x.delayMs > 50_000)).toBe(true);
+});
+
+test('with Redis stalled (connection open, no replies) the gate lets the batch through and health recording goes on, as with Redis down', async () => {
+  const rx = await startReceiver();
+  const proxy = await startRedisProxy();
+  // A deliverer wired as main.ts wires it: breaker and rate limit on a producer connection,
+  // here through a proxy that can stall, with a short REDIS_COMMAND_TIMEOUT_MS.
+  const config = loadConfig(delivererEnv, { ...TEST_ENV, DATABASE_URL: h.db.url, QUEUE_PREFIX: h.prefix, BREAKER_FAILURE_THRESHOLD: '2', BREAKER_COOLDOWN_MS: '60000', REDIS_URL: proxy.url, REDIS_COMMAND_TIMEOUT_MS: '300' });
+  const redis = createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER_NODES, { commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS });
+  const producer = createProducer(redis, config.QUEUE_PREFIX);
+  const logger = createLogger('deliverer-test', 'error');
+  const warned = jest.spyOn(logger, 'warn');
+  const deps = buildDeliverDeps(config, { pool: h.db.pool, redis, producer, logger });
+  try {
+    expect(await redisReady(redis, 20_000)).toBe(true);
+    const dst = await h.destination(rx.url, { config: { rate_limit_per_second: 1 } });
+    // Its circuit is open (two failures, threshold 2): with Redis answering, the gate holds it back.
+    await recordHealth(h.deps, [{ destinationId: dst.id, result: failure() }, { destinationId: dst.id, result: failure() }]);
+    expect(await readDestinationHealthState(h.redis, h.prefix, dst.id)).toMatchObject({ state: 'open' });
+    const held = await gateDeliveries(deps, [item(dst.id, 1)]);
+    expect([held.allowed.length, held.deferred.length]).toEqual([0, 1]);
+
+    proxy.stall();
+    // Fail open: everything goes, neither the open circuit nor the rate limit is applied.
+    const gated = await gateDeliveries(deps, [item(dst.id, 1), item(dst.id, 2), item('dst_gate_other', 1)]);
+    expect(gated.allowed.map((p) => p.d.id)).toEqual([`dlv_${dst.id}_1`, `dlv_${dst.id}_2`, 'dlv_dst_gate_other_1']);
+    expect(gated.deferred).toEqual([]);
+    expect(warned).toHaveBeenCalledWith('destination gate unavailable, sending without it', expect.objectContaining({ error: 'Command timed out' }));
+
+    // A whole batch: claimed, gated (open), sent, recorded; the health record is logged and skipped.
+    const deliveries = await Promise.all([1, 2].map(() => h.delivery(dst.id)));
+    expect(await h.run(deliveries.map((d) => d.deliveryId), deps)).toMatchObject({ claimed: 2, delivered: 2 });
+    expect(rx.requests).toHaveLength(2);
+    expect(warned).toHaveBeenCalledWith('could not record destination health', expect.objectContaining({ destination_id: dst.id, error: 'Command timed out' }));
+    for (const d of deliveries) expect((await h.row(d.deliveryId)).status).toBe('delivered');
+  } finally {
+    proxy.resume();
+    await deps.sender.close();
+    await producer.close();
+    redis.disconnect();
+    await proxy.close();
+    await rx.close();
+  }
 });

@@ -20,6 +20,14 @@ export const baseEnv = {
     pattern: '^$|^([^,:\\s\\[\\]]+|\\[[0-9a-fA-F:]+\\]):\\d{1,5}(,([^,:\\s\\[\\]]+|\\[[0-9a-fA-F:]+\\]):\\d{1,5})*$',
     description: 'Redis Cluster seed nodes (host:port,…); when set, a Cluster client is used and REDIS_URL only gives credentials and TLS',
   },
+  REDIS_COMMAND_TIMEOUT_MS: {
+    type: 'integer',
+    default: 5000,
+    minimum: 1,
+    maximum: MAX_TIMER_MS,
+    description:
+      'Longest wait for the reply to one Redis command of a producer connection (rate limits, circuit breaker, enqueues, readiness); past it the command fails and its caller falls back as when Redis is down (a stalled Redis must not hold requests for ever). Worker and subscriber connections have none',
+  },
   QUEUE_PREFIX: { type: 'string', default: '{hookline}', description: 'BullMQ key prefix; braces make a Redis Cluster hash tag' },
   LOG_LEVEL: { type: 'string', default: 'info', enum: ['error', 'warn', 'info', 'debug'] },
   DB_POOL_MAX: { type: 'integer', default: 10, minimum: 1, maximum: 200, description: 'PostgreSQL connections per process' },

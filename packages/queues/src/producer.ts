@@ -25,9 +25,17 @@ export function createProducer(connection: Redis, prefix: string, opts: Producer
     const full = poolQueueName(name, pool);
     let q = queues.get(full);
     if (!q) {
-      q = new Queue(full, { connection, prefix, defaultJobOptions: QUEUES[name].options });
-      q.on('error', () => undefined);
-      queues.set(full, q);
+      const made = new Queue(full, { connection, prefix, defaultJobOptions: QUEUES[name].options });
+      made.on('error', () => undefined);
+      // A queue whose setup failed (its first commands timed out on a stalled Redis, or the
+      // connection dropped under them) refuses every later call with that error, even once
+      // Redis answers again: forget it, so that the next call makes a new one.
+      made.waitUntilReady().catch(() => {
+        if (queues.get(full) === made) queues.delete(full);
+        made.close().catch(() => undefined);
+      });
+      queues.set(full, made);
+      q = made;
     }
     return q;
   };

@@ -16,21 +16,40 @@ export function parseClusterNodes(value: string | undefined): { host: string; po
     });
 }
 
+/** How long a producer command waits for its reply by default (REDIS_COMMAND_TIMEOUT_MS's default). */
+export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 5000;
+
+export interface CreateRedisOptions {
+  /**
+   * Producers only (REDIS_COMMAND_TIMEOUT_MS): a command with no reply after this many ms
+   * rejects with "Command timed out". Default DEFAULT_REDIS_COMMAND_TIMEOUT_MS.
+   */
+  commandTimeoutMs?: number;
+}
+
 /**
- * Workers block on Redis and must never give up a command (`maxRetriesPerRequest: null`);
- * producers fail fast while Redis is down so that a caller can answer or fall back
- * (BullMQ's production guide).
+ * Workers block on Redis and must never give up a command (`maxRetriesPerRequest: null`,
+ * no command timeout: BullMQ's blocking fetches and pub/sub subscribers wait by design);
+ * producers fail fast so that a caller can answer or fall back (BullMQ's production
+ * guide): at once while Redis is down (no offline queue, one retry, a 2 s connect
+ * timeout), and after `commandTimeoutMs` when Redis is connected but does not answer (a
+ * hung or overloaded Redis, a partition without RST), which nothing else bounds. A command
+ * that timed out may still run when Redis gets to it: callers treat it as failed, which
+ * every caller can (rate limits and the gate fail open; an enqueue is left to a recovery
+ * sweep, whose re-enqueue is idempotent). Nothing blocking may run on a producer connection.
  *
  * With `clusterNodes` (REDIS_CLUSTER_NODES) the client is an `IORedis.Cluster` seeded from
- * those nodes; the credentials and TLS of `url` apply to every node. BullMQ needs every key
- * of a queue in one slot: the `{…}` hash tag of QUEUE_PREFIX does that. A Cluster answers
- * every command Hookline sends (commands, scripts, pub/sub), so it is returned as `Redis`.
+ * those nodes; the credentials and TLS of `url` apply to every node, and so does the
+ * command timeout (through `redisOptions`: each node's connection times its commands).
+ * BullMQ needs every key of a queue in one slot: the `{…}` hash tag of QUEUE_PREFIX does
+ * that. A Cluster answers every command Hookline sends (commands, scripts, pub/sub), so it
+ * is returned as `Redis`.
  */
-export function createRedis(url: string, role: 'worker' | 'producer', clusterNodes?: string): Redis {
+export function createRedis(url: string, role: 'worker' | 'producer', clusterNodes?: string, o: CreateRedisOptions = {}): Redis {
   const opts: RedisOptions =
     role === 'worker'
       ? { maxRetriesPerRequest: null, enableReadyCheck: false }
-      : { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 };
+      : { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000, commandTimeout: o.commandTimeoutMs ?? DEFAULT_REDIS_COMMAND_TIMEOUT_MS };
   const retryStrategy = (n: number): number => Math.min(n * 200, 2000);
   const nodes = parseClusterNodes(clusterNodes);
   let redis: Redis;

@@ -5,4 +5,5 @@ export { startService, type ServiceProcess, type ServiceName } from './service-p
 export { seedTenant, type SeededTenant } from './seed';
 export { waitFor } from './wait-for';
 export { freePort } from './free-port';
+export { startRedisProxy, type RedisProxy } from './redis-proxy';
 export { shippedCommand, type ShippedCommand } from './shipped';

@@ -26,7 +26,7 @@ async function main(): Promise<void> {
   const { metrics, tracer } = createObservability('deliverer', config, logger);
   const pool = instrumentPool(createPool(config.DATABASE_URL, config.DB_POOL_MAX, { indexPlans: true }), metrics);
   const workerRedis = instrumentRedis(createRedis(config.REDIS_URL, 'worker', config.REDIS_CLUSTER_NODES), metrics);
-  const redis = instrumentRedis(createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER_NODES), metrics);
+  const redis = instrumentRedis(createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER_NODES, { commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS }), metrics);
   // Retries and breaker scripts go through this connection: wait for it at boot.
   if (!(await redisReady(redis, 10_000))) logger.warn('redis not reachable at start; continuing (readiness reports it)');
   const producer = createProducer(redis, config.QUEUE_PREFIX);

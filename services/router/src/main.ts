@@ -17,7 +17,7 @@ async function main(): Promise<void> {
   const logger = createLogger('router', config.LOG_LEVEL);
   const { metrics, tracer } = createObservability('router', config, logger);
   const pool = instrumentPool(createPool(config.DATABASE_URL, config.DB_POOL_MAX, { indexPlans: true }), metrics);
-  const redisOf = (role: 'worker' | 'producer') => instrumentRedis(createRedis(config.REDIS_URL, role, config.REDIS_CLUSTER_NODES), metrics);
+  const redisOf = (role: 'worker' | 'producer') => instrumentRedis(createRedis(config.REDIS_URL, role, config.REDIS_CLUSTER_NODES, { commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS }), metrics);
   const workerRedis = redisOf('worker');
   const producerRedis = redisOf('producer');
   // A producer connection refuses commands until connected (no offline queue): wait for it,

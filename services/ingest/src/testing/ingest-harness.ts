@@ -59,7 +59,7 @@ export async function startIngestHarness(opts: HarnessOptions): Promise<IngestHa
   // Outage tests provoke errors on purpose; INGEST_TEST_LOGS=1 shows them.
   logger.silent = !process.env.INGEST_TEST_LOGS;
   const pool: Pool = opts.appDatabaseUrl ? createPool(config.DATABASE_URL, 4) : db.pool;
-  const redis: Redis = createRedis(config.REDIS_URL, 'producer');
+  const redis: Redis = createRedis(config.REDIS_URL, 'producer', undefined, { commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS });
   const subscriber: Redis = createRedis(config.REDIS_URL, 'worker');
   const producer = createProducer(redis, prefix);
   const jobsRedis = createRedis(REDIS_URL, 'producer');
