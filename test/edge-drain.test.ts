@@ -6,7 +6,7 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { waitFor } from '@hookline/testing';
 import { startApi, type ApiHarness } from './api-harness';
-import { deliveryRow, edgePost, insertCluster, insertEdgeDelivery, SECRETS_KEY, signEdge } from './edge-fixtures';
+import { deliveryRow, edgePost, insertCluster, insertEdgeDelivery, listenTracked, SECRETS_KEY, signEdge } from './edge-fixtures';
 
 // A waiting long-poll that is not woken by the drain would run its whole 30 s wait past this.
 jest.setTimeout(15_000);
@@ -16,7 +16,7 @@ let server: Server;
 let url: string;
 let tenantId: string;
 /** The api's side of each connection, to see when it has noticed a caller leave. */
-const serverSockets: Socket[] = [];
+let serverSockets: Socket[] = [];
 
 const workPath = (clusterId: string) => `/v1/edge/clusters/${clusterId}/work`;
 const work = (c: { id: string; key: string }, payload: Record<string, unknown>) => edgePost(url, workPath(c.id), c.key, { max: 10, wait_seconds: 0, ...payload });
@@ -26,11 +26,7 @@ beforeAll(async () => {
   // The long wait between looks shows a waiting poll is woken by the drain, not by its next look.
   h = await startApi('edgedrain', { SECRETS_KEY, EDGE_WORK_POLL_MS: '60000', EDGE_LEASE_MS: '60000' });
   tenantId = (await h.tenant()).tenantId;
-  server = await new Promise<Server>((resolve) => {
-    const s = h.api.app.listen(0, '127.0.0.1', () => resolve(s));
-  });
-  server.on('connection', (s) => serverSockets.push(s));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  ({ server, url, sockets: serverSockets } = await listenTracked(h.api.app));
 });
 
 afterAll(async () => {

@@ -4,6 +4,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import type { Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { join, resolve } from 'node:path';
 import { newId, type Pool } from '@hookline/db';
 import { shownStatusSql } from '@hookline/delivery';
@@ -153,4 +155,14 @@ export async function deliveryRow(pool: Pool, id: string): Promise<DeliveryRow> 
 export async function attemptsOf(pool: Pool, id: string): Promise<{ number: number; status_code: number | null; error_kind: string | null; via: string; response_body: string | null }[]> {
   const { rows } = await pool.query(`SELECT number, status_code, error_kind, via, response_body FROM delivery_attempts WHERE delivery_id = $1 ORDER BY number`, [id]);
   return rows;
+}
+
+/** An app listening on an ephemeral loopback port, with the server-side sockets it accepted (to find a client's). */
+export async function listenTracked(app: { listen(port: number, host: string, cb: () => void): Server }): Promise<{ server: Server; url: string; sockets: Socket[] }> {
+  const sockets: Socket[] = [];
+  const server = await new Promise<Server>((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  server.on('connection', (s) => sockets.push(s));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, sockets };
 }

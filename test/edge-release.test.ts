@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { waitFor } from '@hookline/testing';
 import { createResponseChecker } from '../services/api/src/openapi/response-checker';
 import { startApi, type ApiHarness } from './api-harness';
-import { attemptsOf, deliveryRow, edgePost, insertCluster, insertEdgeDelivery, SECRETS_KEY, signEdge, type EdgeCall } from './edge-fixtures';
+import { attemptsOf, deliveryRow, edgePost, insertCluster, insertEdgeDelivery, listenTracked, SECRETS_KEY, signEdge, type EdgeCall } from './edge-fixtures';
 
 jest.setTimeout(30_000);
 
@@ -18,7 +18,7 @@ let url: string;
 let tenantId: string;
 let conformance: ReturnType<typeof createResponseChecker>;
 /** The api's side of each connection, to see when it has noticed a caller leave. */
-const serverSockets: Socket[] = [];
+let serverSockets: Socket[] = [];
 
 type Cluster = { id: string; key: string };
 const workPath = (c: Cluster) => `/v1/edge/clusters/${c.id}/work`;
@@ -42,11 +42,7 @@ beforeAll(async () => {
   // Leases far longer than any test: a delivery free again was given back, not expired.
   h = await startApi('edgerelease', { SECRETS_KEY, EDGE_LEASE_MS: '600000', EDGE_WORK_POLL_MS: '50' });
   tenantId = (await h.tenant()).tenantId;
-  server = await new Promise<Server>((resolve) => {
-    const s = h.api.app.listen(0, '127.0.0.1', () => resolve(s));
-  });
-  server.on('connection', (s) => serverSockets.push(s));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  ({ server, url, sockets: serverSockets } = await listenTracked(h.api.app));
   conformance = createResponseChecker(h.api.openApi());
 });
 

@@ -83,43 +83,26 @@ export const workResponseSchema = {
   properties: { deliveries: { type: 'array', items: workItemSchema }, response_body_limit: { type: 'integer' } },
 };
 
-export const reportResponseSchema = {
+/** An answer of one result per item of the request, in its order: `{results: [...]}`. */
+const resultsOf = (properties: Record<string, unknown>, description?: string): Record<string, unknown> => ({
   type: 'object',
   required: ['results'],
-  properties: {
-    results: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['delivery_id', 'result'],
-        properties: {
-          delivery_id: { type: 'string' },
-          result: { type: 'string', enum: ['recorded', 'ignored'] },
-          attempt: { type: 'integer' },
-          status: { type: 'string', enum: ['delivered', 'failed', 'exhausted'] },
-          reason: { type: 'string', enum: ['not_leased'] },
-        },
-      },
-    },
-  },
-};
+  properties: { results: { type: 'array', ...(description ? { description } : {}), items: { type: 'object', required: ['delivery_id', 'result'], properties } } },
+});
 
-export const releaseResponseSchema = {
-  type: 'object',
-  required: ['results'],
-  properties: {
-    results: {
-      type: 'array',
-      description: 'one per requested release, in the request\'s order',
-      items: {
-        type: 'object',
-        required: ['delivery_id', 'result'],
-        properties: {
-          delivery_id: { type: 'string' },
-          result: { type: 'string', enum: ['released', 'ignored'], description: 'released: the lease was dropped, the delivery can be leased again at once (no attempt recorded)' },
-          reason: { type: 'string', enum: ['not_leased'], description: 'that lease does not hold the delivery (reported, expired and re-leased, released already, or not this cluster\'s)' },
-        },
-      },
-    },
+export const reportResponseSchema = resultsOf({
+  delivery_id: { type: 'string' },
+  result: { type: 'string', enum: ['recorded', 'ignored'] },
+  attempt: { type: 'integer' },
+  status: { type: 'string', enum: ['delivered', 'failed', 'exhausted'] },
+  reason: { type: 'string', enum: ['not_leased'] },
+});
+
+export const releaseResponseSchema = resultsOf(
+  {
+    delivery_id: { type: 'string' },
+    result: { type: 'string', enum: ['released', 'ignored'], description: 'released: the lease was dropped, the delivery can be leased again at once (no attempt recorded)' },
+    reason: { type: 'string', enum: ['not_leased'], description: 'that lease does not hold the delivery (reported, expired and re-leased, released already, or not this cluster\'s)' },
   },
-};
+  'one per requested release, in the request\'s order',
+);
