@@ -166,3 +166,29 @@ export async function listenTracked(app: { listen(port: number, host: string, cb
   server.on('connection', (s) => sockets.push(s));
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, sockets };
 }
+
+/**
+ * Runs `during` while every lease statement is blocked: a transaction holds an exclusive
+ * lock on delivery_flows, which only the lease statement (of the edge requests) reads. It
+ * returns once a lease statement waits on that lock; the lock is released after `during`.
+ */
+export async function withLeaseStatementBlocked(pool: Pool, start: () => void, during: () => Promise<void>): Promise<void> {
+  const holder = await pool.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query('LOCK TABLE delivery_flows IN ACCESS EXCLUSIVE MODE');
+    const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    start();
+    await waitFor(
+      async () => (await pool.query(`SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) AND query LIKE '%WITH cand AS%'`, [holderPid])).rowCount === 1,
+      { what: 'the lease statement to wait on the lock' },
+    );
+    await during();
+    await holder.query('COMMIT');
+  } catch (err) {
+    await holder.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    holder.release();
+  }
+}

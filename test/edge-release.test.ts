@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { waitFor } from '@hookline/testing';
 import { createResponseChecker } from '../services/api/src/openapi/response-checker';
 import { startApi, type ApiHarness } from './api-harness';
-import { attemptsOf, deliveryRow, edgePost, insertCluster, insertEdgeDelivery, listenTracked, SECRETS_KEY, signEdge, type EdgeCall } from './edge-fixtures';
+import { attemptsOf, deliveryRow, edgePost, insertCluster, insertEdgeDelivery, listenTracked, withLeaseStatementBlocked, SECRETS_KEY, signEdge, type EdgeCall } from './edge-fixtures';
 
 jest.setTimeout(30_000);
 
@@ -52,32 +52,6 @@ afterAll(async () => {
   await h?.close();
 });
 
-/**
- * Runs `during` while every lease statement is blocked: a transaction holds an exclusive
- * lock on delivery_flows, which only the lease statement (of the edge requests) reads. It
- * returns once a lease statement waits on that lock; the lock is released after `during`.
- */
-async function withLeaseStatementBlocked(start: () => void, during: () => Promise<void>): Promise<void> {
-  const holder = await h.db.pool.connect();
-  try {
-    await holder.query('BEGIN');
-    await holder.query('LOCK TABLE delivery_flows IN ACCESS EXCLUSIVE MODE');
-    const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-    start();
-    await waitFor(
-      async () => (await h.db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) AND query LIKE '%WITH cand AS%'`, [holderPid])).rowCount === 1,
-      { what: 'the lease statement to wait on the lock' },
-    );
-    await during();
-    await holder.query('COMMIT');
-  } catch (err) {
-    await holder.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    holder.release();
-  }
-}
-
 describe('a work poll that cannot hand out what its lease statement leased gives it back', () => {
   it('the caller disconnects while the lease statement runs: no lease is left behind, no attempt recorded, and the next poll gets the delivery at once', async () => {
     const cluster = await insertCluster(h.db.pool, tenantId);
@@ -90,6 +64,7 @@ describe('a work poll that cannot hand out what its lease statement leased gives
     await new Promise<void>((r) => client.once('connect', () => r()));
 
     await withLeaseStatementBlocked(
+      h.db.pool,
       () => {
         const head = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
         client.write(`POST ${workPath(cluster)} HTTP/1.1\r\nhost: 127.0.0.1\r\n${head}\r\n${body}`);
@@ -284,6 +259,7 @@ describe('while the api drains', () => {
     const d = await insertEdgeDelivery(h.db.pool, tenantId, cluster.id);
     let pending: Promise<EdgeCall> | undefined;
     await withLeaseStatementBlocked(
+      h.db.pool,
       () => {
         pending = work(cluster, 'drained-agent', { wait_seconds: 5 });
       },

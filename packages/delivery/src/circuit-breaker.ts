@@ -96,6 +96,20 @@ end
 return out
 `);
 
+// A probe given back unsent (edge leases released, or refused before sending): a half-open
+// circuit's probe slot is freed, so the next caller may send a probe at once rather than
+// after the probe's lease. Only while the circuit is still half-open: a probe reported in the
+// meantime has closed or reopened it. KEYS: health keys. Returns how many slots were freed.
+const FREE_PROBES = redisScript(`
+local freed = 0
+for i = 1, #KEYS do
+  if redis.call('HGET', KEYS[i], 'state') == 'half_open' then
+    freed = freed + redis.call('HDEL', KEYS[i], 'probe_until')
+  end
+end
+return freed
+`);
+
 export interface BreakerOptions {
   prefix: string;
   threshold: number;
@@ -170,6 +184,16 @@ export function createBreaker(redis: Redis, o: BreakerOptions) {
       const args = outcomes.flatMap(({ outcome: b }) => [b.successes, b.trailingFailures, b.lastError.slice(0, 300)]);
       const replies = (await RECORD_MANY(redis, keys, [now, o.threshold, o.ttlMs, ...args])) as RecordReply[];
       return replies.map(after);
+    },
+    /**
+     * Frees the probe slot of each of these destinations whose circuit is half-open (its
+     * probe was given back unsent), in one script call; the next admit lets a probe through
+     * at once. Returns how many were freed. Not used by the deliverer.
+     */
+    async freeProbes(destinationIds: string[]): Promise<number> {
+      const ids = [...new Set(destinationIds)];
+      if (ids.length === 0) return 0;
+      return Number(await FREE_PROBES(redis, ids.map((id) => destinationHealthKey(o.prefix, id)), []));
     },
   };
 }

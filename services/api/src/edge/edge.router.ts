@@ -31,11 +31,12 @@ async function pause(ms: number, draining: AbortSignal): Promise<void> {
 
 /**
  * Gives back at once what a poll leased but cannot hand out, rather than leaving it until
- * the lease expires (EDGE_LEASE_MS). Best effort: should the release fail, the leases expire.
+ * the lease expires (EDGE_LEASE_MS), with the probe slot of a half-open destination among
+ * them (releasePollLeases). Best effort: should the release fail, the leases expire.
  */
 async function giveBack(deps: EdgeDeps, cluster: EdgeCluster, leaseOwner: string, items: WorkItem[], why: string): Promise<void> {
   try {
-    const ids = await releasePollLeases(deps.pool, leaseOwner, items.map((d) => d.id));
+    const ids = await releasePollLeases(deps, leaseOwner, items.map((d) => d.id));
     deps.logger.info('gave back the leases of a work response that could not reach its agent', { cluster_id: cluster.id, lease_owner: leaseOwner, why, count: ids.length });
   } catch (err) {
     deps.logger.warn('could not give back the leases of a work response that could not reach its agent; they expire', { cluster_id: cluster.id, lease_owner: leaseOwner, why, error: (err as Error).message });

@@ -20,7 +20,7 @@ import {
 } from '@hookline/delivery';
 import type { EdgeCluster } from './edge-auth';
 import type { EdgeDeps } from './edge-deps';
-import { postponePollLeases, releasePollLeases } from './release-leases';
+import { freeProbes, postponePollLeases, releasePollLeases } from './release-leases';
 
 interface Row extends SendContextColumns {
   id: string;
@@ -122,7 +122,9 @@ interface Prepared {
  * - a purged payload (`payload_missing`, to the DLQ), a destination with a secret that
  *   does not open (`signing_unavailable`: never sent unsigned or half-signed; retried, then
  *   the DLQ), and a URL that cannot be sent to (`connect`, as the deliverer records it):
- *   their attempt is recorded here.
+ *   their attempt is recorded here. Nothing was sent, and these attempts do not feed the
+ *   circuit: one that was its destination's half-open probe frees the probe slot
+ *   (freeProbes), as leases given back unsent do.
  *
  * Should anything fail after the lease statement, its leases are given back before the
  * error goes on (the caller answers 500 and would hand out nothing). `now` is the gate's
@@ -137,7 +139,7 @@ export async function leaseWork(deps: EdgeDeps, cluster: EdgeCluster, input: { l
     const { allowed, heldBack } = await holdBack(deps, leased, leaseOwner, input.now ?? Date.now());
     return { deliveries: await prepare(deps, allowed, leaseOwner), heldBack };
   } catch (err) {
-    await releasePollLeases(deps.pool, leaseOwner, rows.map((r) => r.id)).catch(() => undefined);
+    await releasePollLeases(deps, leaseOwner, rows.map((r) => r.id)).catch(() => undefined);
     throw err;
   }
 }
@@ -170,14 +172,16 @@ async function holdBack(deps: EdgeDeps, leased: Prepared[], leaseOwner: string, 
 async function prepare(deps: EdgeDeps, leased: Prepared[], leaseOwner: string): Promise<WorkItem[]> {
   const items: WorkItem[] = [];
   const refused: Outcome[] = [];
+  const refusedDestinations: string[] = [];
   const longer: { id: string; ms: number }[] = [];
   const now = new Date();
-  for (const { row: r, settings } of leased) {
+  for (const { row: r, settings, destinationId } of leased) {
     const secrets = openSecrets(deps.openSecret, r.secrets);
     if (!r.body || !secrets) {
       const result = notSent(!r.body ? 'payload_missing' : 'signing_unavailable', now);
       const attemptNumber = r.attempt_count + 1;
       refused.push({ deliveryId: r.id, tenantId: r.tenant_id, eventId: r.event_id, attemptNumber, result, decision: decide(settings, deps.policy.backoff, result, attemptNumber, r.replay_count) });
+      refusedDestinations.push(destinationId);
       continue;
     }
     const ms = leaseMsFor(deps.config.EDGE_LEASE_MS, settings.timeoutMs);
@@ -194,6 +198,7 @@ async function prepare(deps: EdgeDeps, leased: Prepared[], leaseOwner: string): 
       const result: SendResult = { statusCode: null, errorKind: 'connect', error: `invalid destination URL: ${(err as Error).message}`, responseBody: null, responseHeaders: null, startedAt: now, durationMs: 0 };
       const attemptNumber = r.attempt_count + 1;
       refused.push({ deliveryId: r.id, tenantId: r.tenant_id, eventId: r.event_id, attemptNumber, result, decision: decide(settings, deps.policy.backoff, result, attemptNumber, r.replay_count) });
+      refusedDestinations.push(destinationId);
       continue;
     }
     if (stretched) longer.push({ id: r.id, ms });
@@ -207,5 +212,6 @@ async function prepare(deps: EdgeDeps, leased: Prepared[], leaseOwner: string): 
     );
   }
   await recordOutcomes(deps.pool, leaseOwner, refused, { via: 'edge' });
+  await freeProbes(deps, refusedDestinations);
   return items;
 }

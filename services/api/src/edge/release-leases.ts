@@ -1,5 +1,4 @@
 import { CLAIMABLE_SQL, RELEASE_SET_SQL, type LeaseRelease, type ReleaseResult } from '@hookline/delivery';
-import type { Pool } from '@hookline/db';
 import type { EdgeCluster } from './edge-auth';
 import type { EdgeDeps } from './edge-deps';
 
@@ -8,13 +7,16 @@ import type { EdgeDeps } from './edge-deps';
 // the rows by primary key (lease_owner has no index: see @hookline/delivery lease.ts), and
 // writes no attempt: nothing was sent, attempt_count stays. The releases keep
 // next_attempt_at too, so the delivery is free and due again at once; only the postponement
-// of held-back deliveries (POSTPONE_POLL_SQL) moves it.
+// of held-back deliveries (POSTPONE_POLL_SQL) moves it. A delivery given back unsent may
+// have been its destination's half-open probe: the releases return the destination ids, and
+// their probe slots are freed (freeProbes), so the next poll or the deliverer sends a probe at
+// once instead of after the probe's lease.
 
 /** A work poll's own leases (one lease owner per poll), by the ids it leased. */
 export const RELEASE_POLL_SQL = `
 UPDATE deliveries d SET ${RELEASE_SET_SQL}
 WHERE d.id = ANY($1::text[]) AND d.lease_owner = $2 AND d.status IN (${CLAIMABLE_SQL})
-RETURNING d.id`;
+RETURNING d.id, d.destination_id`;
 
 /**
  * A work poll's leases of deliveries it does not hand out because their destination's
@@ -43,21 +45,41 @@ FROM unnest($1::text[], $2::text[]) AS u(id, owner), destinations t
 WHERE d.id = u.id AND d.lease_owner = u.owner AND d.status IN (${CLAIMABLE_SQL})
   AND left(d.lease_owner, length($5)) = $5 AND strpos(substr(d.lease_owner, length($5) + 1), ':') = 0
   AND t.id = d.destination_id AND t.cluster_id = $3 AND t.tenant_id = $4
-RETURNING d.id, u.owner`;
+RETURNING d.id, u.owner, d.destination_id`;
+
+/**
+ * Frees the probe slot of those destinations whose circuit is half-open, since what was
+ * given back unsent may have been its probe (one Redis script call; the keys share the
+ * queue prefix's hash tag). Fails open: if Redis cannot answer, it is logged and the slot
+ * expires with the probe's lease, as it would have. If the delivery given back was not the
+ * probe (another caller's probe is out), a second probe may go: harmless, the first answer
+ * recorded closes or reopens the circuit.
+ */
+export async function freeProbes(deps: Pick<EdgeDeps, 'breaker' | 'logger'>, destinationIds: string[]): Promise<void> {
+  if (destinationIds.length === 0) return;
+  try {
+    const freed = await deps.breaker.freeProbes(destinationIds);
+    if (freed > 0) deps.logger.debug('freed the probe slot of half-open circuits whose probe was not sent', { destinations: freed });
+  } catch (err) {
+    deps.logger.warn('could not free the probe slot of destinations given back unsent; it expires', { destinations: new Set(destinationIds).size, error: (err as Error).message });
+  }
+}
 
 /**
  * Gives back what one work poll leased and could not hand out (its caller left, the api
- * began draining, the response was cut): at once rather than when the lease expires.
- * Returns the ids released.
+ * began draining, the response was cut, or the poll failed): at once rather than when the
+ * lease expires, and frees the probe slot of their half-open destinations. Returns the ids
+ * released.
  */
-export async function releasePollLeases(pool: Pool, leaseOwner: string, ids: string[]): Promise<string[]> {
+export async function releasePollLeases(deps: Pick<EdgeDeps, 'pool' | 'breaker' | 'logger'>, leaseOwner: string, ids: string[]): Promise<string[]> {
   if (ids.length === 0) return [];
-  const { rows } = await pool.query<{ id: string }>(RELEASE_POLL_SQL, [ids, leaseOwner]);
+  const { rows } = await deps.pool.query<{ id: string; destination_id: string }>(RELEASE_POLL_SQL, [ids, leaseOwner]);
+  await freeProbes(deps, rows.map((r) => r.destination_id));
   return rows.map((r) => r.id);
 }
 
 /** Gives back what one work poll leased and holds back, due again after `delayMs` each. Returns the ids postponed. */
-export async function postponePollLeases(pool: Pool, leaseOwner: string, items: { id: string; delayMs: number }[]): Promise<string[]> {
+export async function postponePollLeases(pool: EdgeDeps['pool'], leaseOwner: string, items: { id: string; delayMs: number }[]): Promise<string[]> {
   if (items.length === 0) return [];
   const { rows } = await pool.query<{ id: string }>(POSTPONE_POLL_SQL, [items.map((i) => i.id), items.map((i) => Math.max(0, Math.round(i.delayMs))), leaseOwner]);
   return rows.map((r) => r.id);
@@ -66,17 +88,19 @@ export async function postponePollLeases(pool: Pool, leaseOwner: string, items: 
 /**
  * `POST …/releases`: leases an agent gives back unsent (it stops). One result per item, in
  * order: `released`, or `ignored` (`not_leased`) when that lease does not hold the delivery
- * (any more), which changes nothing.
+ * (any more), which changes nothing. The released deliveries' half-open destinations get
+ * their probe slot back (freeProbes).
  */
 export async function releaseAgentLeases(deps: EdgeDeps, cluster: EdgeCluster, agentId: string, releases: LeaseRelease[]): Promise<ReleaseResult[]> {
   const pairs = [...new Map(releases.map((r) => [`${r.delivery_id}\u0000${r.lease_owner}`, r] as const)).values()];
-  const { rows } = await deps.pool.query<{ id: string; owner: string }>(RELEASE_AGENT_SQL, [
+  const { rows } = await deps.pool.query<{ id: string; owner: string; destination_id: string }>(RELEASE_AGENT_SQL, [
     pairs.map((r) => r.delivery_id),
     pairs.map((r) => r.lease_owner),
     cluster.id,
     cluster.tenantId,
     `edge:${agentId}:`,
   ]);
+  await freeProbes(deps, rows.map((r) => r.destination_id));
   const released = new Set(rows.map((r) => `${r.id}\u0000${r.owner}`));
   return releases.map((r): ReleaseResult => (released.has(`${r.delivery_id}\u0000${r.lease_owner}`) ? { delivery_id: r.delivery_id, result: 'released' } : { delivery_id: r.delivery_id, result: 'ignored', reason: 'not_leased' }));
 }
