@@ -5,6 +5,7 @@
 import type { Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { destinationHealthKey } from '@hookline/queues';
 import { waitFor } from '@hookline/testing';
 import { createResponseChecker } from '../services/api/src/openapi/response-checker';
 import { startApi, type ApiHarness } from './api-harness';
@@ -114,6 +115,8 @@ describe('a leased delivery that cannot be made ready to send', () => {
     expect(attempts).toEqual([expect.objectContaining({ number: 1, status_code: null, error_kind: 'connect', via: 'edge' })]);
     expect(JSON.stringify(attempts)).not.toContain('secret-pw');
     expect(await deliveryRow(h.db.pool, bad.deliveryId)).toMatchObject({ stored_status: 'failed', attempt_count: 1, lease_owner: null });
+    // And, as in the deliverer, the failure counts against the destination's circuit.
+    expect(await h.redis.hget(destinationHealthKey(h.prefix, bad.destinationId), 'failures')).toBe('1');
   });
 });
 

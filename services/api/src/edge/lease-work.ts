@@ -11,6 +11,7 @@ import {
   gateAtOnce,
   notSent,
   openSecrets,
+  recordHealthAtOnce,
   recordOutcomes,
   type DestinationSettings,
   type Gated,
@@ -212,6 +213,10 @@ async function prepare(deps: EdgeDeps, leased: Prepared[], leaseOwner: string): 
     );
   }
   await recordOutcomes(deps.pool, leaseOwner, refused, { via: 'edge' });
+  // As in the deliverer, the refused attempts that count against a destination (an invalid
+  // URL's `connect`; not a purged payload or a secret that does not open) feed its circuit;
+  // then a probe slot still half-open is freed. recordHealthAtOnce never throws.
+  await recordHealthAtOnce(deps, refused.map((o, i) => ({ destinationId: refusedDestinations[i]!, result: o.result })));
   await freeProbes(deps, refusedDestinations);
   return items;
 }
