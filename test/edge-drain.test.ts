@@ -6,7 +6,7 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { waitFor } from '@hookline/testing';
 import { startApi, type ApiHarness } from './api-harness';
-import { deliveryRow, edgePost, insertCluster, insertEdgeDelivery, listenTracked, SECRETS_KEY, signEdge } from './edge-fixtures';
+import { deliveryRow, edgePost, insertCluster, insertEdgeDelivery, closeTracked, listenTracked, SECRETS_KEY, signEdge } from './edge-fixtures';
 
 // A waiting long-poll that is not woken by the drain would run its whole 30 s wait past this.
 jest.setTimeout(15_000);
@@ -30,8 +30,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  server?.closeAllConnections();
-  await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+  await closeTracked(server);
   await h?.close();
 });
 

@@ -167,6 +167,12 @@ export async function listenTracked(app: { listen(port: number, host: string, cb
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, sockets };
 }
 
+/** Closes a server listenTracked made (its open connections too); nothing when it was never made. */
+export async function closeTracked(server: Server | undefined): Promise<void> {
+  server?.closeAllConnections();
+  await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+}
+
 /**
  * Runs `during` while every lease statement is blocked: a transaction holds an exclusive
  * lock on delivery_flows, which only the lease statement (of the edge requests) reads. It

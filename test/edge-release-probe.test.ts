@@ -17,7 +17,7 @@ import { createEdgeDeps, type EdgeDeps } from '../services/api/src/edge/edge-dep
 import { leaseWork } from '../services/api/src/edge/lease-work';
 import { releaseAgentLeases } from '../services/api/src/edge/release-leases';
 import { startApi, type ApiHarness } from './api-harness';
-import { attemptsOf, deliveryRow, edgePost, insertCluster, insertEdgeDelivery, listenTracked, withLeaseStatementBlocked, SECRETS_KEY, signEdge } from './edge-fixtures';
+import { attemptsOf, deliveryRow, edgePost, insertCluster, insertEdgeDelivery, closeTracked, listenTracked, withLeaseStatementBlocked, SECRETS_KEY, signEdge } from './edge-fixtures';
 
 jest.setTimeout(30_000);
 
@@ -41,8 +41,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  server?.closeAllConnections();
-  await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+  await closeTracked(server);
   await h?.close();
 });
 

@@ -9,7 +9,7 @@ import { destinationHealthKey } from '@hookline/queues';
 import { waitFor } from '@hookline/testing';
 import { createResponseChecker } from '../services/api/src/openapi/response-checker';
 import { startApi, type ApiHarness } from './api-harness';
-import { attemptsOf, deliveryRow, edgePost, insertCluster, insertEdgeDelivery, listenTracked, withLeaseStatementBlocked, SECRETS_KEY, signEdge, type EdgeCall } from './edge-fixtures';
+import { attemptsOf, deliveryRow, edgePost, insertCluster, insertEdgeDelivery, closeTracked, listenTracked, withLeaseStatementBlocked, SECRETS_KEY, signEdge, type EdgeCall } from './edge-fixtures';
 
 jest.setTimeout(30_000);
 
@@ -48,8 +48,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  server?.closeAllConnections();
-  await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+  await closeTracked(server);
   await h?.close();
 });
 

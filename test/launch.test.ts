@@ -260,13 +260,22 @@ describe('pnpm start (scripts/start-all.ts)', () => {
     }
   }
 
-  it('on an empty schema: migrates, runs the four services on the ports given (hook URLs name ingest\'s), and stops them all when one dies', async () => {
-    const db = freshSchema('startall');
+  /** Runs the four services with `pnpm start` on a fresh schema until they are ready, then `fn`; drops the schema after. */
+  async function withStarted(label: string, env: Record<string, string>, fn: (s: StartAll, p: Record<string, string>, db: ReturnType<typeof freshSchema>) => Promise<void>): Promise<void> {
+    const db = freshSchema(label);
     try {
       const p = await ports();
-      const s = startAll({ ...baseEnv(db.url), ...p });
+      const s = startAll({ ...baseEnv(db.url), ...p, ...env });
       started.push(s);
       await ready(p);
+      await fn(s, p, db);
+    } finally {
+      await db.drop();
+    }
+  }
+
+  it('on an empty schema: migrates, runs the four services on the ports given (hook URLs name ingest\'s), and stops them all when one dies', async () => {
+    await withStarted('startall', {}, async (s, p, db) => {
       expect(await appliedMigrations(db.schema)).toBeGreaterThan(0);
       expect(Object.keys(s.pids()).sort()).toEqual(['api', 'deliverer', 'ingest', 'router']);
 
@@ -285,36 +294,22 @@ describe('pnpm start (scripts/start-all.ts)', () => {
       expect(await s.exited).toEqual({ code: 1, signal: null });
       expect(s.output()).toContain('router exited (SIGKILL); stopping the others');
       expect(Object.values(pids).filter(alive)).toEqual([]);
-    } finally {
-      await db.drop();
-    }
+    });
   });
 
   it('stops every service on Ctrl-C (SIGINT) and exits 0, killing one that does not stop rather than leaving it behind', async () => {
-    const db = freshSchema('startint');
-    try {
-      const p = await ports();
-      const s = startAll({ ...baseEnv(db.url), ...p, SHUTDOWN_TIMEOUT_MS: '1000' });
-      started.push(s);
-      await ready(p);
+    await withStarted('startint', { SHUTDOWN_TIMEOUT_MS: '1000' }, async (s) => {
       const pids = s.pids();
       // A stopped process cannot act on SIGTERM: it stands for a service stuck in its drain.
       process.kill(pids['deliverer']!, 'SIGSTOP');
       s.child.kill('SIGINT');
       expect(await s.exited).toEqual({ code: 0, signal: null });
       expect(Object.values(pids).filter(alive)).toEqual([]);
-    } finally {
-      await db.drop();
-    }
+    });
   });
 
   it('a second Ctrl-C kills what is still draining', async () => {
-    const db = freshSchema('startint2');
-    try {
-      const p = await ports();
-      const s = startAll({ ...baseEnv(db.url), ...p, SHUTDOWN_TIMEOUT_MS: '600000' });
-      started.push(s);
-      await ready(p);
+    await withStarted('startint2', { SHUTDOWN_TIMEOUT_MS: '600000' }, async (s) => {
       const { deliverer, ...others } = s.pids();
       process.kill(deliverer!, 'SIGSTOP');
       s.child.kill('SIGINT');
@@ -323,9 +318,7 @@ describe('pnpm start (scripts/start-all.ts)', () => {
       s.child.kill('SIGINT');
       expect(await s.exited).toEqual({ code: 0, signal: null });
       expect(alive(deliverer!)).toBe(false);
-    } finally {
-      await db.drop();
-    }
+    });
   });
 
   it('refuses a bad port variable by name before starting anything', async () => {
