@@ -2,7 +2,7 @@
 // limiter's command gives up after REDIS_COMMAND_TIMEOUT_MS and the limiter fails open, as
 // it does with Redis down; readiness reports Redis not ready. Through a loopback proxy in
 // front of the test Redis.
-import { startRedisProxy, type RedisProxy } from '@hookline/testing';
+import { startRedisProxy, waitFor, type RedisProxy } from '@hookline/testing';
 import { startApi, type ApiHarness } from './api-harness';
 
 jest.setTimeout(60_000);
@@ -39,12 +39,18 @@ test('with Redis stalled the control API still answers: the rate limiter fails o
   } finally {
     proxy.resume();
   }
-  const after = await h.call('GET', path, { key: t.apiKey });
+  // The stalled connection was dropped (socket timeout); once it is made again the bucket holds.
+  const after = await waitFor(async () => {
+    const res = await h.call('GET', path, { key: t.apiKey });
+    return res.headers.get('x-ratelimit-limit') !== null && res;
+  }, { timeoutMs: 20_000, what: 'rate-limit headers after the stall' });
   expect([after.status, after.headers.get('x-ratelimit-limit')]).toEqual([200, '600']);
 });
 
+const ready = () => waitFor(async () => (await fetch(`${h.url}/readyz`)).status === 200, { timeoutMs: 20_000, what: 'readiness' });
+
 test('with Redis stalled readiness answers, reporting Redis not ready', async () => {
-  expect((await fetch(`${h.url}/readyz`)).status).toBe(200);
+  await ready();
   proxy.stall();
   try {
     const res = await fetch(`${h.url}/readyz`);
@@ -53,5 +59,5 @@ test('with Redis stalled readiness answers, reporting Redis not ready', async ()
   } finally {
     proxy.resume();
   }
-  expect((await fetch(`${h.url}/readyz`)).status).toBe(200);
+  expect(await ready()).toBe(true);
 });

@@ -103,7 +103,9 @@ test('with Redis stalled (connection open, no replies) the gate lets the batch t
     const deliveries = await Promise.all([1, 2].map(() => h.delivery(dst.id)));
     expect(await h.run(deliveries.map((d) => d.deliveryId), deps)).toMatchObject({ claimed: 2, delivered: 2 });
     expect(rx.requests).toHaveLength(2);
-    expect(warned).toHaveBeenCalledWith('could not record destination health', expect.objectContaining({ destination_id: dst.id, error: 'Command timed out' }));
+    // By now the stalled connection may have been dropped (socket timeout): the command then
+    // fails at once, as with Redis down, instead of timing out.
+    expect(warned).toHaveBeenCalledWith('could not record destination health', expect.objectContaining({ destination_id: dst.id, error: expect.stringMatching(/^(Command timed out|Stream isn't writeable)/) }));
     for (const d of deliveries) expect((await h.row(d.deliveryId)).status).toBe('delivered');
   } finally {
     proxy.resume();

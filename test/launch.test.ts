@@ -2,7 +2,7 @@
 // operator scripts: `pnpm start` (start-all.ts), `pnpm admin`, `pnpm db:migrate`.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from 'pg';
@@ -169,15 +169,50 @@ describe('migrations', () => {
 });
 
 describe('migrations started together', () => {
-  it('on an empty schema, apply each migration once and all succeed', async () => {
+  it('run one after the other: a run started while another is inside a migration waits for it, then finds nothing to apply', async () => {
+    // Made certain rather than left to timing: the first run's first migration waits, inside
+    // its transaction, for a lock the test holds (the runner's `dir` points at two made-up
+    // migrations), and only once the second run waits too does the test let it go. Without
+    // the runner's lock the second would not wait for the first but start the same
+    // migration, and fail on its table (or apply it twice).
     const db = freshSchema('migpar');
+    const gateKey = 1_000_000_000 + randomBytes(3).readUIntBE(0, 3);
+    const dir = mkdtempSync(join(tmpdir(), 'hookline-migrations-'));
+    const migration = (name: string, sqlText: string): void => {
+      mkdirSync(join(dir, name));
+      writeFileSync(join(dir, name, 'migration.sql'), sqlText);
+    };
+    migration('1_gated', `SELECT pg_advisory_xact_lock(${gateKey});\nCREATE TABLE gated (id int);`);
+    migration('2_after', 'CREATE TABLE after_gated (id int);');
+    // The runners' connections carry an application_name of their own, to be found waiting.
+    const appName = db.schema;
+    const url = new URL(db.url);
+    url.searchParams.set('application_name', appName);
+    const waiting = (): Promise<string[]> =>
+      sql(async (c) => (await c.query(`SELECT query FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, [appName])).rows.map((r) => r.query as string));
+    const gate = new Client({ connectionString: BASE_DB });
+    await gate.connect();
     try {
-      const runs = await Promise.all([1, 2, 3, 4].map(() => migrate(db.url)));
-      const applied = runs.flat();
-      expect(new Set(applied).size).toBe(applied.length);
-      expect(applied.length).toBe(await appliedMigrations(db.schema));
-      expect(applied.length).toBeGreaterThan(0);
+      await gate.query('SELECT pg_advisory_lock($1)', [gateKey]);
+      const settled: string[] = [];
+      const run = (name: string): Promise<string[]> => {
+        const p = migrate(url.toString(), dir).finally(() => settled.push(name));
+        p.catch(() => undefined);
+        return p;
+      };
+      const first = run('first');
+      await waitFor(async () => (await waiting()).some((q) => q.includes(`pg_advisory_xact_lock(${gateKey})`)), { what: 'the first run to wait inside its first migration' });
+      const second = run('second');
+      await waitFor(async () => (await waiting()).length === 2, { what: 'the second run to wait as well' });
+      expect(settled).toEqual([]);
+      await gate.query('SELECT pg_advisory_unlock($1)', [gateKey]);
+      expect(await first).toEqual(['1_gated', '2_after']);
+      expect(await second).toEqual([]);
+      expect(settled).toEqual(['first', 'second']);
+      expect(await appliedMigrations(db.schema)).toBe(2);
     } finally {
+      await gate.end();
+      rmSync(dir, { recursive: true, force: true });
       await db.drop();
     }
   });
