@@ -57,7 +57,7 @@ describe('the MCP plugin in the api', () => {
     for (const method of ['GET', 'DELETE']) {
       const res = await h.call(method, '/v1/mcp');
       expect(res.status).toBe(405);
-      expect(res.headers.get('allow')).toBe('POST');
+      expect(res.headers.get('allow')).toBe('POST, OPTIONS');
     }
     const index = await h.call('GET', '/ai/evidence/v1/index.json');
     expect(index.body.mcp).toMatchObject({ endpoint: 'https://hooks.example.test/v1/mcp', auth_header: 'X-MCP-API-Key' });

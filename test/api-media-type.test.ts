@@ -83,7 +83,7 @@ describe('415 Unsupported Media Type', () => {
     const text = { 'content-type': 'text/plain' };
     const keyPath = `/v1/tenants/${t.tenantId}/mcp-keys`;
     expect415(await h.call('POST', keyPath, { key: t.apiKey, rawBody: '{"name":"agent","scopes":["mcp:read:health"]}', headers: text }));
-    expect((await h.call('GET', keyPath, { key: t.apiKey })).body).toEqual({ mcp_keys: [] });
+    expect((await h.call('GET', keyPath, { key: t.apiKey })).body).toEqual({ mcp_keys: [], next_cursor: null });
     const made = await h.call('POST', keyPath, { key: t.apiKey, body: { name: 'agent', scopes: ['mcp:read:health', 'mcp:read:planes'] } });
     expect(made.status).toBe(201);
     const mcp = { 'x-mcp-api-key': made.body.key as string };

@@ -1,4 +1,5 @@
-// A known path called with a method it does not serve is 405 with Allow; unknown paths stay 404.
+// A known path called with a method it does not serve is 405 with Allow (OPTIONS included: it is
+// 204 there, api-options.test.ts); unknown paths stay 404.
 // These requests are not in the OpenAPI document by definition, so they skip its conformance check.
 import { startApi, type ApiHarness, type ApiResponse } from './api-harness';
 
@@ -24,15 +25,15 @@ function expect405(res: ApiResponse, allow: string): void {
 describe('405 Method Not Allowed', () => {
   it('answers a known path with the wrong method with 405, Allow and problem details, before any credential', async () => {
     const t = await h.tenant();
-    expect405(await call('GET', '/auth/login'), 'POST');
-    expect405(await call('DELETE', '/v1/openapi.json'), 'GET, HEAD');
-    expect405(await call('POST', `/v1/tenants/${t.tenantId}/ingesters/ing_x`), 'GET, HEAD, PUT, DELETE');
-    expect405(await call('PUT', `/v1/tenants/${t.tenantId}/destinations`), 'GET, HEAD, POST');
-    expect405(await call('GET', `/v1/tenants/${t.tenantId}/ingesters/ing_x/apply`), 'POST');
+    expect405(await call('GET', '/auth/login'), 'POST, OPTIONS');
+    expect405(await call('DELETE', '/v1/openapi.json'), 'GET, HEAD, OPTIONS');
+    expect405(await call('POST', `/v1/tenants/${t.tenantId}/ingesters/ing_x`), 'GET, HEAD, PUT, DELETE, OPTIONS');
+    expect405(await call('PUT', `/v1/tenants/${t.tenantId}/destinations`), 'GET, HEAD, POST, OPTIONS');
+    expect405(await call('GET', `/v1/tenants/${t.tenantId}/ingesters/ing_x/apply`), 'POST, OPTIONS');
     // The probes and the plugins' paths too.
-    expect405(await call('POST', '/healthz'), 'GET, HEAD');
-    expect405(await call('PATCH', '/v1/mcp/health'), 'GET, HEAD');
-    expect405(await call('GET', '/v1/edge/clusters/cls_x/work'), 'POST');
+    expect405(await call('POST', '/healthz'), 'GET, HEAD, OPTIONS');
+    expect405(await call('PATCH', '/v1/mcp/health'), 'GET, HEAD, OPTIONS');
+    expect405(await call('GET', '/v1/edge/clusters/cls_x/work'), 'POST, OPTIONS');
     const res = await call('GET', '/auth/login');
     expect(res.body.instance).toBe('req-405-GET');
   });
@@ -40,8 +41,8 @@ describe('405 Method Not Allowed', () => {
   it('answers 405 before reading the body: malformed JSON or another media type on a wrong method', async () => {
     const t = await h.tenant();
     for (const [path, allow] of [
-      ['/v1/openapi.json', 'GET, HEAD'],
-      [`/v1/tenants/${t.tenantId}/destinations`, 'GET, HEAD, POST'],
+      ['/v1/openapi.json', 'GET, HEAD, OPTIONS'],
+      [`/v1/tenants/${t.tenantId}/destinations`, 'GET, HEAD, POST, OPTIONS'],
     ] as const) {
       for (const [type, body] of [
         ['application/json', '{"name": '],
@@ -63,7 +64,7 @@ describe('405 Method Not Allowed', () => {
 
   it('answers HEAD on a path without GET with 405 and Allow', async () => {
     const res = await fetch(`${h.url}/auth/login`, { method: 'HEAD' });
-    expect([res.status, res.headers.get('allow')]).toEqual([405, 'POST']);
+    expect([res.status, res.headers.get('allow')]).toEqual([405, 'POST, OPTIONS']);
   });
 
   it('answers every documented path with 405 for each method it does not list', async () => {
@@ -75,7 +76,8 @@ describe('405 Method Not Allowed', () => {
       if (template === '/v1/mcp') continue;
       const path = template.replace(/\{\w+\}/g, 'x1');
       const listed = new Set(templates.filter((t) => t.re.test(path)).flatMap((t) => t.methods));
-      const allow = ['get', 'head', 'post', 'put', 'patch', 'delete'].filter((m) => listed.has(m) || (m === 'head' && listed.has('get'))).map((m) => m.toUpperCase()).join(', ');
+      // OPTIONS is allowed on every known path (204, api-options.test.ts), so Allow names it too.
+      const allow = ['get', 'head', 'post', 'put', 'patch', 'delete', 'options'].filter((m) => listed.has(m) || (m === 'head' && listed.has('get')) || m === 'options').map((m) => m.toUpperCase()).join(', ');
       for (const method of METHODS.filter((m) => !listed.has(m))) {
         const res = await call(method.toUpperCase(), path);
         expect({ method, path, status: res.status, allow: res.headers.get('allow'), type: res.body?.type }).toEqual({
@@ -107,9 +109,9 @@ describe('405 Method Not Allowed', () => {
 
   it('still serves the documented methods (case and a trailing slash as express matches them)', async () => {
     expect((await h.call('GET', '/v1/openapi.json')).status).toBe(200);
-    expect405(await call('POST', '/V1/OpenAPI.json/'), 'GET, HEAD');
+    expect405(await call('POST', '/V1/OpenAPI.json/'), 'GET, HEAD, OPTIONS');
     // The MCP transport keeps its own 405.
     const mcp = await call('PUT', '/v1/mcp');
-    expect([mcp.status, mcp.headers.get('allow')]).toEqual([405, 'POST']);
+    expect([mcp.status, mcp.headers.get('allow')]).toEqual([405, 'POST, OPTIONS']);
   });
 });

@@ -56,8 +56,8 @@ export function buildApp(deps: ApiDeps, plugins: readonly ApiPlugin[] = []): Api
   const routes = allRoutes(extraPaths);
   const openApi = (): Record<string, unknown> => buildOpenApi(routes, extraPaths);
   // The document lists every path and method served (a test holds it to that), so it also
-  // says what a known path allows. Before the body parser: a wrong method is 405 whatever
-  // its body (malformed JSON included), as it is 405 before any credential.
+  // says what a known path allows. Before the body parser: a wrong method is 405, and OPTIONS
+  // 204 with Allow, whatever the body (malformed JSON included) and before any credential.
   app.use(methodNotAllowed(openApi()['paths'] as Record<string, Record<string, unknown>>));
   app.use(
     express.json({

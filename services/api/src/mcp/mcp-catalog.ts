@@ -22,7 +22,7 @@ export const REST_MIRROR = [
   { method: 'GET', path: '/v1/mcp/logs/{id}', scope: 'mcp:read:logs', description: 'resource logs' },
   { method: 'POST', path: '/v1/mcp/tools/{name}', scope: 'the scope or tool group of the tool', description: 'calls one MCP tool over plain HTTP' },
   { method: 'POST', path: '/v1/mcp', scope: 'per tool', description: 'MCP Streamable HTTP endpoint (stateless, JSON responses)' },
-  { method: 'GET', path: '/v1/tenants/{tid}/mcp-keys', scope: 'mcp:admin:keys', description: "the tenant's MCP keys (never the keys themselves)" },
+  { method: 'GET', path: '/v1/tenants/{tid}/mcp-keys', scope: 'mcp:admin:keys', description: "the tenant's MCP keys, newest first, paged by limit and cursor (never the keys themselves)" },
   { method: 'POST', path: '/v1/tenants/{tid}/mcp-keys', scope: 'mcp:admin:keys', description: 'creates an MCP key with scopes the calling key holds' },
   { method: 'DELETE', path: '/v1/tenants/{tid}/mcp-keys/{kid}', scope: 'mcp:admin:keys', description: 'revokes an MCP key' },
   { method: 'DELETE', path: '/v1/tenants/{tid}/mcp-keys/{kid}/tool-groups/{group}', scope: 'mcp:admin:keys', description: 'disables a write tool group for a key (enabling one needs a control-API credential with write:api-keys)' },

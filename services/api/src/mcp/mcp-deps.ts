@@ -4,6 +4,7 @@ import type { Discovery } from '@hookline/evidence';
 import type { Logger } from '@hookline/logger';
 import type { Producer, Redis } from '@hookline/queues';
 import type { PlanName, RateLimit } from '../config';
+import type { AppContext } from '../context';
 
 /** A caller of the control API (not an MCP key), as the host application authenticated it. */
 export interface ApiCaller {
@@ -42,6 +43,21 @@ export interface McpDeps {
    * are looked up directly.
    */
   authenticateApiCaller?: (headers: IncomingHttpHeaders) => Promise<ApiCaller>;
+  /**
+   * The control API's own context (mcp.plugin.ts passes it). What MCP shares with the control
+   * API's writes runs on it, through the api's code: a write tool's state change goes through
+   * the lifecycle (lifecycle.ts `changeState`: the same checks, circuit-breaker reset,
+   * announcement and held deliveries as the REST route), and key-management writes keep their
+   * `Idempotency-Key` in the api's store (limits/idempotency.ts). A router built without it
+   * (some tests) serves everything else; those calls then fail with a 500 (apiContextOf).
+   */
+  app?: AppContext;
+}
+
+/** McpDeps.app, or an error naming what needed it (a router wired without the api's context). */
+export function apiContextOf(deps: McpDeps, what: string): AppContext {
+  if (!deps.app) throw new Error(`${what} needs the control API's context (McpDeps.app); this MCP router was built without it.`);
+  return deps.app;
 }
 
 /** One MCP call: who is calling (an MCP key), for which tenant, under which request id. */

@@ -1,17 +1,24 @@
 import type { Request, RequestHandler, Response, Router } from 'express';
+import type * as z from 'zod';
 import { AppError } from '@hookline/errors';
 import { authenticateApiKeyOnly, authenticateMcp, requireScope } from './mcp-auth';
 import { auditMcp } from './mcp-audit';
-import type { ApiCaller, McpDeps } from './mcp-deps';
+import type { RateLimit } from '../config';
+import { apiContextOf, type ApiCaller, type McpDeps } from './mcp-deps';
 import { assertJsonBody } from '../http/json-body';
+import { problemReply, send } from '../http/route';
+import { listBody } from '../http/schemas';
+import { finishIdempotent, requestHash, startIdempotent, validIdempotencyKey } from '../limits/idempotency';
 import { param, parseOr400, requestIdOf } from './mcp-http';
-import { rateLimitMcp } from './mcp-rate-limit';
+import { mcpKeyLimit, rateLimitMcp } from './mcp-rate-limit';
 import { createKeyBody, createMcpKey, DEFAULT_MCP_SCOPES, listMcpKeys, parseGroup, revokeMcpKey, setToolGroup } from './mcp-keys';
 
 const BASE = '/v1/tenants/:tid/mcp-keys';
 
 interface KeyAdmin extends ApiCaller {
   viaMcp: boolean;
+  /** An MCP key's effective rate limit (its own or MCP_KEY_RATE_LIMIT, capped at the plan); null for a control-API credential. */
+  rateLimit: RateLimit | null;
 }
 
 /**
@@ -22,11 +29,12 @@ interface KeyAdmin extends ApiCaller {
 async function identify(deps: McpDeps, req: Request, res: Response): Promise<KeyAdmin> {
   if (req.headers['x-mcp-api-key'] !== undefined) {
     const p = await authenticateMcp(deps, req.headers);
-    const admin: KeyAdmin = { kind: 'mcp_key', id: p.keyId, tenantId: p.tenantId, plan: p.plan, scopes: p.scopes, viaMcp: true };
+    const rateLimit = mcpKeyLimit(deps, p.plan, p.rateLimit).limit;
+    const admin: KeyAdmin = { kind: 'mcp_key', id: p.keyId, tenantId: p.tenantId, plan: p.plan, scopes: p.scopes, viaMcp: true, rateLimit };
     await rateLimitMcp(deps, admin, p, res);
     return admin;
   }
-  const admin: KeyAdmin = { ...(await (deps.authenticateApiCaller ?? ((h) => authenticateApiKeyOnly(deps, h)))(req.headers)), viaMcp: false };
+  const admin: KeyAdmin = { ...(await (deps.authenticateApiCaller ?? ((h) => authenticateApiKeyOnly(deps, h)))(req.headers)), viaMcp: false, rateLimit: null };
   await rateLimitMcp(deps, admin, null, res);
   return admin;
 }
@@ -42,19 +50,66 @@ function authorize(admin: KeyAdmin, req: Request, need: 'read' | 'write' | 'elev
   if (param(req, 'tid') !== admin.tenantId) throw AppError.notFound('tenant');
 }
 
-type Action = (admin: KeyAdmin, req: Request) => Promise<{ status: number; body: unknown; resourceId: string | null; params?: Record<string, unknown> }>;
+interface Outcome {
+  status: number;
+  body: unknown;
+  resourceId: string | null;
+  params?: Record<string, unknown>;
+}
 
-/** A key-management write: run and audited, refusals included, once the caller is known. */
-function write(deps: McpDeps, action: string, need: 'write' | 'elevate', run: Action): RequestHandler {
+type Action<B> = (admin: KeyAdmin, req: Request, body: B) => Promise<Outcome>;
+
+/**
+ * `Idempotency-Key` on a key-management write, as the control API's route pipeline applies it
+ * to every write (http/pipeline.ts), in the same store (limits/idempotency.ts: per tenant,
+ * 24 h, the response sealed since a create answers the key itself): the same key and request
+ * (method, path, body) answer the original status and body with `Idempotent-Replayed: true`
+ * and change nothing; another request under the key is a 409 idempotency-conflict. An error
+ * outcome is kept too (a 5xx releases the key).
+ */
+async function idempotent(deps: McpDeps, tenantId: string, req: Request, res: Response, run: () => Promise<Outcome>): Promise<Outcome> {
+  const header = req.headers['idempotency-key'];
+  const key = Array.isArray(header) ? header[0] : header;
+  if (key === undefined) return run();
+  if (!validIdempotencyKey(key)) throw AppError.validation([{ field: 'Idempotency-Key', message: 'must be 1-255 printable ASCII characters' }]);
+  const app = apiContextOf(deps, 'Idempotency-Key');
+  const started = await startIdempotent(app, tenantId, key, requestHash(req.method.toLowerCase(), req.path, (req.body as unknown) ?? null));
+  if (started.kind === 'replay') {
+    res.setHeader('Idempotent-Replayed', 'true');
+    const id = (started.body as { id?: unknown } | undefined)?.id;
+    return { status: started.status, body: started.body, resourceId: typeof id === 'string' ? id : req.params['kid'] ? param(req, 'kid') : null, params: { idempotent_replay: true } };
+  }
+  let out: Outcome;
+  try {
+    out = await run();
+  } catch (err) {
+    const failed = problemReply(err, requestIdOf(res));
+    await finishIdempotent(app, tenantId, key, failed.status, failed.body);
+    throw err;
+  }
+  await finishIdempotent(app, tenantId, key, out.status, out.body);
+  return out;
+}
+
+/**
+ * A key-management write, once the caller is known: authorized, its JSON body (when it takes
+ * one) checked, then run under its Idempotency-Key; audited, refusals included.
+ */
+function write<B = undefined>(deps: McpDeps, action: string, need: 'write' | 'elevate', run: Action<B>, body?: z.ZodType<B>): RequestHandler {
   return async (req: Request, res: Response) => {
     const admin = await identify(deps, req, res);
     const audit = (status: number, resourceId: string | null, params: Record<string, unknown>) =>
       auditMcp(deps.pool, { tenantId: admin.tenantId, actor: `${admin.kind}:${admin.id}`, action, resourceId, params, status, requestId: requestIdOf(res) });
     try {
       authorize(admin, req, need);
-      const out = await run(admin, req);
+      let parsed = undefined as B;
+      if (body) {
+        assertJsonBody(req);
+        parsed = parseOr400(body, req.body);
+      }
+      const out = await idempotent(deps, admin.tenantId, req, res, () => run(admin, req, parsed));
       await audit(out.status, out.resourceId, out.params ?? {});
-      res.status(out.status).json(out.body);
+      send(res, { status: out.status, body: out.body });
     } catch (err) {
       await audit(err instanceof AppError ? err.status : 500, req.params['kid'] ? param(req, 'kid') : null, { path: req.path }).catch(() => undefined);
       throw err;
@@ -66,17 +121,17 @@ export function mcpKeyRoutes(router: Router, deps: McpDeps, json: RequestHandler
   router.get(BASE, async (req, res) => {
     const admin = await identify(deps, req, res);
     authorize(admin, req, 'read');
-    res.json({ mcp_keys: await listMcpKeys(deps, admin.tenantId) });
+    // `{ mcp_keys, next_cursor[, next_offset] }`, as every list of the api.
+    res.json(listBody('mcp_keys', await listMcpKeys(deps, admin.tenantId, req.query as Record<string, unknown>), (k) => k));
   });
-  router.post(BASE, json, write(deps, 'mcp_keys.create', 'write', async (admin, req) => {
-    assertJsonBody(req);
-    const body = parseOr400(createKeyBody, req.body);
-    // An MCP administrator hands out only scopes it holds itself, the default scopes included.
+  router.post(BASE, json, write(deps, 'mcp_keys.create', 'write', async (admin, _req, body) => {
+    // An MCP administrator hands out only scopes it holds itself, the default scopes included,
+    // and no more rate limit than its own (mcp-key-limit.ts).
     const beyond = admin.viaMcp ? (body.scopes ?? DEFAULT_MCP_SCOPES).find((s) => !admin.scopes.has(s)) : undefined;
     if (beyond) throw new AppError('insufficient-scope', `A key cannot be given ${beyond}, which this credential lacks.`, { required_scope: beyond });
-    const key = await createMcpKey(deps, admin.tenantId, admin.plan, body);
+    const key = await createMcpKey(deps, admin.tenantId, admin.plan, body, admin.rateLimit);
     return { status: 201, body: key, resourceId: key.id, params: { name: key.name, scopes: key.scopes, expires_at: key.expires_at, rate_limit: body.rate_limit ?? null } };
-  }));
+  }, createKeyBody));
   router.delete(`${BASE}/:kid`, write(deps, 'mcp_keys.revoke', 'write', async (admin, req) => {
     const key = await revokeMcpKey(deps, admin.tenantId, param(req, 'kid'));
     return { status: 200, body: key, resourceId: key.id };

@@ -1,9 +1,11 @@
 import * as z from 'zod';
 import { AppError } from '@hookline/errors';
-import { newId } from '@hookline/db';
+import { newId, withTransaction } from '@hookline/db';
 import { MCP_SCOPES, newApiKey } from '@hookline/signing';
-import type { PlanName } from '../config';
+import type { PlanName, RateLimit } from '../config';
+import { pageBounds, pageResult, readPage, type PageResult } from '../http/pagination';
 import type { McpDeps } from './mcp-deps';
+import { newKeyLimit } from './mcp-key-limit';
 import { mcpKeyLimit, type KeyLimitSource } from './mcp-rate-limit';
 import { TOOL_GROUPS, type ToolGroup } from './tools/tool-def';
 
@@ -24,7 +26,9 @@ export const createKeyBody = z.object({
       burst: rateFigure.describe('Tokens the bucket holds at most'),
     })
     .strict()
-    .describe("This key's own rate limit, taken on top of its tenant's plan limit; neither figure may exceed the plan's (400). Absent: MCP_KEY_RATE_LIMIT (default 60/120), capped at the plan")
+    .describe(
+      "This key's own rate limit, taken on top of its tenant's plan limit; neither figure may exceed the plan's (400). Created with an MCP key, neither may exceed that key's own effective limit (422 unprocessable-entity naming the figure and that limit). Absent: MCP_KEY_RATE_LIMIT (default 60/120), capped at the plan; created with an MCP key whose limit is lower, that key's figures instead, stored as this key's own",
+    )
     .optional(),
 }).strict();
 
@@ -82,9 +86,16 @@ const SELECT = `SELECT k.id, k.name, k.prefix, k.scopes, k.created_at, k.last_us
   COALESCE((SELECT array_agg(g.tool_group) FROM mcp_tool_grants g WHERE g.api_key_id = k.id), '{}') AS tool_groups
   FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.tenant_id = $1 AND k.kind = 'mcp'`;
 
-export async function listMcpKeys(deps: McpDeps, tenantId: string): Promise<McpKeyView[]> {
-  const { rows } = await deps.pool.query<KeyRow>(`${SELECT} ORDER BY k.id DESC LIMIT 500`, [tenantId]);
-  return rows.map((r) => view(deps, r));
+/**
+ * One page of the tenant's MCP keys, newest first, as every list of the api pages
+ * (http/pagination.ts): `limit` (default 20, max 100) and `cursor`, or `offset`; a bad one is
+ * a 400 validation-error.
+ */
+export async function listMcpKeys(deps: McpDeps, tenantId: string, query: Record<string, unknown>): Promise<PageResult<McpKeyView>> {
+  const page = readPage(query);
+  const b = pageBounds(page);
+  const { rows } = await deps.pool.query<KeyRow>(`${SELECT} AND ($2::text IS NULL OR k.id < $2) ORDER BY k.id DESC LIMIT $3 OFFSET $4`, [tenantId, b.beforeId, b.take, b.skip]);
+  return pageResult(rows.map((r) => view(deps, r)), page);
 }
 
 async function getKey(deps: McpDeps, tenantId: string, keyId: string): Promise<KeyRow> {
@@ -94,39 +105,36 @@ async function getKey(deps: McpDeps, tenantId: string, keyId: string): Promise<K
 }
 
 /**
- * A key's own rate limit may not exceed its tenant's plan limit, figure by figure: refused
- * (400, naming the figure and the plan's value) rather than clamped, so what an admin asks
- * for is what the key gets. A plan lowered later caps it where it is applied (mcpKeyLimit).
+ * Creates an `mcp_…` key; the key itself is in this answer only (it is stored as sha256).
+ * `creatorLimit`: the effective rate limit of the MCP key creating it, which caps the new
+ * key's (mcp-key-limit.ts); null for a control-API credential (capped at the plan).
  */
-function assertWithinPlan(deps: McpDeps, plan: PlanName, own: z.infer<typeof createKeyBody>['rate_limit']): void {
-  if (!own) return;
-  const cap = deps.rateLimits[plan];
-  const errors = [
-    ...(own.per_minute > cap.perMinute ? [{ field: 'rate_limit.per_minute', message: `must be at most ${cap.perMinute}, the per-minute limit of the tenant's ${plan} plan` }] : []),
-    ...(own.burst > cap.burst ? [{ field: 'rate_limit.burst', message: `must be at most ${cap.burst}, the burst of the tenant's ${plan} plan` }] : []),
-  ];
-  if (errors.length) throw AppError.validation(errors);
-}
-
-/** Creates an `mcp_…` key; the key itself is in this answer only (it is stored as sha256). */
-export async function createMcpKey(deps: McpDeps, tenantId: string, plan: PlanName, body: z.infer<typeof createKeyBody>): Promise<McpKeyView> {
-  assertWithinPlan(deps, plan, body.rate_limit);
+export async function createMcpKey(deps: McpDeps, tenantId: string, plan: PlanName, body: z.infer<typeof createKeyBody>, creatorLimit: RateLimit | null = null): Promise<McpKeyView> {
+  const own = newKeyLimit(deps, plan, body.rate_limit, creatorLimit);
   const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
   if (expiresAt && expiresAt.getTime() <= Date.now()) throw new AppError('unprocessable-entity', 'expires_at must be in the future.', { errors: [{ field: 'expires_at', message: 'must be in the future' }] });
   const k = newApiKey('mcp');
   const id = newId('key');
   await deps.pool.query(
     `INSERT INTO api_keys (id, tenant_id, name, prefix, key_hash, scopes, kind, expires_at, rate_limit_per_minute, rate_limit_burst) VALUES ($1, $2, $3, $4, $5, $6, 'mcp', $7, $8, $9)`,
-    [id, tenantId, body.name, k.prefix, k.hash, body.scopes ?? DEFAULT_MCP_SCOPES, expiresAt, body.rate_limit?.per_minute ?? null, body.rate_limit?.burst ?? null],
+    [id, tenantId, body.name, k.prefix, k.hash, body.scopes ?? DEFAULT_MCP_SCOPES, expiresAt, own?.perMinute ?? null, own?.burst ?? null],
   );
   return view(deps, await getKey(deps, tenantId, id), k.key);
 }
 
-/** Revokes at once; its write groups go with it. */
+/**
+ * Revokes at once; its write groups go with it, in the same transaction (never a revoked key
+ * that keeps a group, nor groups gone from a key left live). The key's row is locked first,
+ * so a group being enabled at the same time (setToolGroup) either lands before, and is
+ * deleted here, or waits and then finds the key revoked.
+ */
 export async function revokeMcpKey(deps: McpDeps, tenantId: string, keyId: string): Promise<McpKeyView> {
-  await getKey(deps, tenantId, keyId);
-  await deps.pool.query(`UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, [keyId]);
-  await deps.pool.query(`DELETE FROM mcp_tool_grants WHERE api_key_id = $1`, [keyId]);
+  await withTransaction(deps.pool, async (client) => {
+    const { rowCount } = await client.query(`SELECT 1 FROM api_keys WHERE id = $1 AND tenant_id = $2 AND kind = 'mcp' FOR UPDATE`, [keyId, tenantId]);
+    if (!rowCount) throw AppError.notFound('MCP key');
+    await client.query(`UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, [keyId]);
+    await client.query(`DELETE FROM mcp_tool_grants WHERE api_key_id = $1`, [keyId]);
+  });
   return view(deps, await getKey(deps, tenantId, keyId));
 }
 
@@ -140,7 +148,15 @@ export async function setToolGroup(deps: McpDeps, tenantId: string, keyId: strin
   const key = await getKey(deps, tenantId, keyId);
   if (key.revoked_at) throw new AppError('conflict', 'The MCP key is revoked.');
   if (enabled) {
-    await deps.pool.query(`INSERT INTO mcp_tool_grants (api_key_id, tool_group, tenant_id, granted_by) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, [keyId, group, tenantId, grantedBy]);
+    // Only while the key is live, read under a share lock: a revoke in progress (it holds the
+    // row) is waited for, so no group outlives the key.
+    const { rowCount } = await deps.pool.query(
+      `INSERT INTO mcp_tool_grants (api_key_id, tool_group, tenant_id, granted_by)
+       SELECT k.id, $2, $3, $4 FROM (SELECT id FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR SHARE) k
+       ON CONFLICT DO NOTHING`,
+      [keyId, group, tenantId, grantedBy],
+    );
+    if (!rowCount && (await getKey(deps, tenantId, keyId)).revoked_at) throw new AppError('conflict', 'The MCP key is revoked.');
   } else {
     await deps.pool.query(`DELETE FROM mcp_tool_grants WHERE api_key_id = $1 AND tool_group = $2`, [keyId, group]);
   }

@@ -1,7 +1,8 @@
 import * as z from 'zod';
 import { MANIFEST_SCHEMA } from '@hookline/evidence';
+import { listOf } from '../http/schemas';
 import type { ExtraPaths } from '../openapi/build-openapi';
-import { ERROR_DESCRIPTIONS } from '../openapi/components';
+import { ERROR_DESCRIPTIONS, QUERY_PARAMETERS } from '../openapi/components';
 import { jsonSchemaOf } from '../openapi/evidence-schemas';
 import { createKeyBody } from './mcp-keys';
 import { bundleSchema, deliverySchema, healthSchema, logEntrySchema, planeSchema } from './tools/output-schemas';
@@ -87,10 +88,37 @@ const keyView = {
   },
 };
 
+/** The list parameters of every control-API list (build-openapi.ts): cursor mode, or offset mode when offset is sent. */
+const pageParams = (['limit', 'cursor', 'offset'] as const).map((q) => ({ name: q, in: 'query', required: false, ...QUERY_PARAMETERS[q] }));
+/** As on every control-API write (build-openapi.ts); kept in the same store. */
+const idempotencyKeyParam = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description: 'Kept 24 h: the same key and body return the original status and body',
+  schema: { type: 'string', maxLength: 255 },
+};
+
 const KEY_ACCESS =
   "A control-API credential (read:api-keys to list, write:api-keys to change) or an MCP key with mcp:admin:keys; enabling a write group needs write:api-keys. Writes are audited. Rate-limited per tenant as the control API (the caller's tenant and plan) and, when called with an MCP key, by that key's own bucket too (see the MCP endpoint).";
-const keyOp = (operationId: string, summary: string, params: string[], status: number, extraErrors: number[], body?: Doc): Doc =>
-  op({ operationId, summary, description: KEY_ACCESS, security: KEY_ADMIN, params: pathParams('tid', ...params), body, responses: { [status]: json(keyView), ...errors(...extraErrors, 401, 403, 404, 429) } });
+/**
+ * A key-management write. Like every control-API write it takes Idempotency-Key (400 when
+ * malformed, 409 idempotency-conflict when reused with another request). `notes`: a
+ * description of what a status means for this operation, over the shared one.
+ */
+const keyOp = (operationId: string, summary: string, params: string[], status: number, extraErrors: number[], body?: Doc, notes: Record<number, string> = {}): Doc => {
+  const described = Object.fromEntries(Object.entries(notes).map(([s, d]) => [s, problem(Number(s), d)]));
+  const statuses = [...new Set([400, ...extraErrors, 401, 403, 404, 409, 429])].sort((a, b) => a - b);
+  return op({
+    operationId,
+    summary,
+    description: KEY_ACCESS,
+    security: KEY_ADMIN,
+    params: [...pathParams('tid', ...params), idempotencyKeyParam],
+    body,
+    responses: { [status]: json(keyView), ...errors(...statuses), ...described },
+  });
+};
 
 const jsonRpc = { type: 'object', required: ['jsonrpc'], properties: { jsonrpc: { const: '2.0' } }, description: 'JSON-RPC 2.0 message (MCP)' };
 const notAllowed = (method: string): Doc => ({
@@ -172,18 +200,20 @@ export const mcpPaths: ExtraPaths = {
   '/v1/tenants/{tid}/mcp-keys': {
     get: op({
       operationId: 'mcp.keys.list',
-      summary: "List the tenant's MCP keys (never the keys themselves)",
-      description: KEY_ACCESS,
+      summary: "List the tenant's MCP keys, newest first (never the keys themselves)",
+      description: `Paged as every list: limit (default 20, max 100) and cursor (next_cursor of the previous page), or offset; a bad limit, cursor or offset is a 400 validation-error. ${KEY_ACCESS}`,
       security: KEY_ADMIN,
-      params: pathParams('tid'),
-      responses: { 200: json({ type: 'object', required: ['mcp_keys'], properties: { mcp_keys: { type: 'array', items: keyView } } }), ...errors(401, 403, 404, 429) },
+      params: [...pathParams('tid'), ...pageParams],
+      responses: { 200: json(listOf('mcp_keys', keyView)), ...errors(400, 401, 403, 404, 429) },
     }),
-    post: keyOp('mcp.keys.create', 'Create an mcp_… key (read scopes by default; shown once), optionally with its own rate limit', [], 201, [400, 413, 415, 422], jsonSchemaOf(createKeyBody)),
+    post: keyOp('mcp.keys.create', 'Create an mcp_… key (read scopes by default; shown once), optionally with its own rate limit', [], 201, [400, 413, 415, 422], jsonSchemaOf(createKeyBody), {
+      422: "unprocessable-entity (errors: [{field, message}]): expires_at is not in the future, or, created with an MCP key, a rate_limit figure is above that key's own effective limit (nothing is created)",
+    }),
   },
-  '/v1/tenants/{tid}/mcp-keys/{kid}': { delete: keyOp('mcp.keys.revoke', 'Revoke an MCP key at once (its write groups go with it)', ['kid'], 200, []) },
+  '/v1/tenants/{tid}/mcp-keys/{kid}': { delete: keyOp('mcp.keys.revoke', 'Revoke an MCP key at once (its write groups go with it, in the same transaction)', ['kid'], 200, []) },
   '/v1/tenants/{tid}/mcp-keys/{kid}/tool-groups/{group}': {
-    put: keyOp('mcp.keys.enableToolGroup', 'Enable a write tool group (retry, replay, configuration) for a key', ['kid', 'group'], 200, [400, 409]),
-    delete: keyOp('mcp.keys.disableToolGroup', 'Disable a write tool group for a key', ['kid', 'group'], 200, [400, 409]),
+    put: keyOp('mcp.keys.enableToolGroup', 'Enable a write tool group (retry, replay, configuration) for a key', ['kid', 'group'], 200, []),
+    delete: keyOp('mcp.keys.disableToolGroup', 'Disable a write tool group for a key', ['kid', 'group'], 200, []),
   },
 };
 

@@ -51,6 +51,7 @@ export function mcpPlugin(config: ApiConfig): ApiPlugin {
           discovery,
           build,
           authenticateApiCaller: (headers) => authenticate(ctx, headers),
+          app: ctx,
         }),
       );
       app.use(createDiscoveryRouter({ discovery }));

@@ -68,9 +68,11 @@ export function createMcpRouter(deps: McpDeps): Router {
     await transport.handleRequest(req, res, req.body);
   });
   // Stateless: no server-initiated stream (GET) and no session to end (DELETE). In the api
-  // the app's 405 answers first; this keeps the router whole on its own (and served as documented).
-  router.all('/v1/mcp', (_req, res) => {
-    res.setHeader('Allow', 'POST');
+  // the app's 405 (and OPTIONS) answers first; this keeps the router whole on its own, with
+  // the same Allow (and served as documented).
+  router.all('/v1/mcp', (req, res) => {
+    res.setHeader('Allow', 'POST, OPTIONS');
+    if (req.method === 'OPTIONS') return void res.status(204).end();
     throw new AppError('method-not-allowed', 'The MCP endpoint is stateless: POST JSON-RPC messages; there is no SSE stream or session.');
   });
 
