@@ -9,7 +9,11 @@ import type { AddressInfo, Socket } from 'node:net';
 import { join, resolve } from 'node:path';
 import { newId, type Pool } from '@hookline/db';
 import { shownStatusSql } from '@hookline/delivery';
+import { createLogger } from '@hookline/logger';
+import type { Redis } from '@hookline/queues';
 import { createSecretBox } from '@hookline/signing';
+import { loadEdgeConfig } from '../services/api/src/edge/edge-config';
+import { createEdgeDeps, type EdgeDeps } from '../services/api/src/edge/edge-deps';
 import { freePort, waitFor } from '@hookline/testing';
 
 const ROOT = resolve(__dirname, '..');
@@ -197,4 +201,50 @@ export async function withLeaseStatementBlocked(pool: Pool, start: () => void, d
   } finally {
     holder.release();
   }
+}
+
+/** The edge gate tests' breaker cooldown: one no test waits for. */
+export const GATE_COOLDOWN_MS = 600_000;
+/** Leases far longer than any test; three failures open a circuit; a cooldown no test waits for. */
+export const GATE_ENV: Record<string, string> = { SECRETS_KEY, EDGE_LEASE_MS: '600000', EDGE_WORK_POLL_MS: '50', BREAKER_FAILURE_THRESHOLD: '3', BREAKER_COOLDOWN_MS: String(GATE_COOLDOWN_MS) };
+
+/** The edge endpoints' dependencies over a test api's schema and prefix: their code called directly, with any Redis client. */
+export function gateEdgeDeps(h: { db: { pool: Pool }; prefix: string }, redis: Redis, label: string, env: Record<string, string> = {}): EdgeDeps {
+  const draining = new AbortController().signal;
+  return createEdgeDeps({ pool: h.db.pool, redis, prefix: h.prefix, logger: createLogger(label, 'error'), box: createSecretBox(SECRETS_KEY), draining }, loadEdgeConfig({ ...GATE_ENV, ...env }));
+}
+
+/** A Redis client that counts the calls made through it (each one a round trip: no pipelines here). */
+export function countedRedis(redis: Redis): { redis: Redis; calls: string[] } {
+  const calls: string[] = [];
+  const proxy = new Proxy(redis, {
+    get(target, prop, receiver) {
+      const v = Reflect.get(target, prop, receiver);
+      if (typeof v !== 'function') return v;
+      return (...args: unknown[]) => {
+        calls.push(String(prop));
+        return (v as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { redis: proxy, calls };
+}
+
+/** A Redis client whose scripts fail as with the connection gone; every other command goes through. */
+export function scriptsFailing(redis: Redis): Redis {
+  return new Proxy(redis, {
+    get(target, prop, receiver) {
+      if (prop === 'evalsha' || prop === 'eval') return () => Promise.reject(new Error('Connection is closed.'));
+      const v = Reflect.get(target, prop, receiver);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}
+
+/** A logger that keeps its warnings' messages and drops everything else. */
+export function warningLogger(): { logger: EdgeDeps['logger']; warnings: string[] } {
+  const warnings: string[] = [];
+  const quiet = (): void => undefined;
+  const logger = { warn: (msg: string) => warnings.push(msg), info: quiet, debug: quiet, error: quiet, child: () => logger };
+  return { logger: logger as unknown as EdgeDeps['logger'], warnings };
 }

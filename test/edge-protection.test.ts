@@ -4,24 +4,18 @@
 // deliverer's own (Redis, under the queue prefix), asked once per lease batch and once per
 // report batch. The api in-process on loopback, real PostgreSQL and Redis; time is driven
 // through the gate's clock, the Redis state and next_attempt_at, never by waiting.
-import { createLogger } from '@hookline/logger';
 import { destinationHealthKey, destinationRateKey, readDestinationHealthState, type Redis } from '@hookline/queues';
 import { newLeaseOwner, takeRateTokens, type AttemptReport, type WorkItem } from '@hookline/delivery';
-import { createSecretBox } from '@hookline/signing';
-import { loadEdgeConfig } from '../services/api/src/edge/edge-config';
-import { createEdgeDeps, type EdgeDeps } from '../services/api/src/edge/edge-deps';
+import type { EdgeDeps } from '../services/api/src/edge/edge-deps';
 import { leaseWork } from '../services/api/src/edge/lease-work';
 import { recordReports } from '../services/api/src/edge/record-reports';
 import { recordHealth } from '../services/deliverer/src/record-health';
 import { createResponseChecker } from '../services/api/src/openapi/response-checker';
 import { startApi, type ApiHarness } from './api-harness';
-import { attemptsOf, deliveryRow, edgePost, insertCluster, insertEdgeDelivery, SECRETS_KEY } from './edge-fixtures';
+import { attemptsOf, countedRedis, deliveryRow, edgePost, gateEdgeDeps, GATE_COOLDOWN_MS, GATE_ENV, insertCluster, insertEdgeDelivery, scriptsFailing, warningLogger } from './edge-fixtures';
 
 jest.setTimeout(30_000);
 
-const COOLDOWN_MS = 600_000;
-// Leases far longer than any test; three failures open a circuit; a cooldown no test waits for.
-const ENV = { SECRETS_KEY, EDGE_LEASE_MS: '600000', EDGE_WORK_POLL_MS: '50', BREAKER_FAILURE_THRESHOLD: '3', BREAKER_COOLDOWN_MS: String(COOLDOWN_MS) };
 
 let h: ApiHarness;
 let tenantId: string;
@@ -31,7 +25,7 @@ let conformance: ReturnType<typeof createResponseChecker>;
 type Cluster = { id: string; key: string };
 
 beforeAll(async () => {
-  h = await startApi('edgeprotect', ENV);
+  h = await startApi('edgeprotect', GATE_ENV);
   tenantId = (await h.tenant()).tenantId;
   conformance = createResponseChecker(h.api.openApi());
   // The same endpoints' code called directly, for a pinned clock and a counted Redis.
@@ -43,24 +37,7 @@ afterAll(async () => {
 });
 
 function edgeDeps(redis: Redis, env: Record<string, string> = {}): EdgeDeps {
-  const draining = new AbortController().signal;
-  return createEdgeDeps({ pool: h.db.pool, redis, prefix: h.prefix, logger: createLogger('edge-protection-test', 'error'), box: createSecretBox(SECRETS_KEY), draining }, loadEdgeConfig({ ...ENV, ...env }));
-}
-
-/** A Redis client that counts the calls made through it (each one a round trip: no pipelines here). */
-function counted(redis: Redis): { redis: Redis; calls: string[] } {
-  const calls: string[] = [];
-  const proxy = new Proxy(redis, {
-    get(target, prop, receiver) {
-      const v = Reflect.get(target, prop, receiver);
-      if (typeof v !== 'function') return v;
-      return (...args: unknown[]) => {
-        calls.push(String(prop));
-        return (v as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
-  return { redis: proxy, calls };
+  return gateEdgeDeps(h, redis, 'edge-protection-test', env);
 }
 
 const work = async (c: Cluster, agentId: string, payload: Record<string, unknown> = {}): Promise<WorkItem[]> => {
@@ -215,13 +192,13 @@ describe('the circuit breaker on the edge path', () => {
     for (const id of waitingIds) {
       const row = await deliveryRow(h.db.pool, id);
       expect(row).toMatchObject({ status: 'pending', attempt_count: 0, lease_owner: null });
-      expect(row.next_attempt_at.getTime()).toBeGreaterThanOrEqual(open.openedAt!.getTime() + COOLDOWN_MS);
+      expect(row.next_attempt_at.getTime()).toBeGreaterThanOrEqual(open.openedAt!.getTime() + GATE_COOLDOWN_MS);
     }
     expect(await attemptCount(waitingIds)).toBe(0);
 
     // The cooldown is over (the circuit opened a cooldown ago): one probe goes, the other waits.
     const key = destinationHealthKey(h.prefix, destinationId);
-    await h.redis.hset(key, 'opened_at', String(Date.now() - COOLDOWN_MS - 1));
+    await h.redis.hset(key, 'opened_at', String(Date.now() - GATE_COOLDOWN_MS - 1));
     await makeDue(waitingIds);
     const probe = await work(cluster, 'agent-a');
     expect(probe).toHaveLength(1);
@@ -239,7 +216,7 @@ describe('the circuit breaker on the edge path', () => {
     expect(await work(cluster, 'agent-b')).toEqual([]);
 
     // Another cooldown later the next probe succeeds: closed, and everything due goes again.
-    await h.redis.hset(key, 'opened_at', String(Date.now() - COOLDOWN_MS - 1));
+    await h.redis.hset(key, 'opened_at', String(Date.now() - GATE_COOLDOWN_MS - 1));
     await makeDue(waitingIds);
     const probe2 = await work(cluster, 'agent-a');
     expect(probe2).toHaveLength(1);
@@ -297,7 +274,7 @@ describe('the circuit breaker on the edge path', () => {
     // Failing without a success since four days ago (beyond DESTINATION_DISABLE_AFTER_MS, 3 days):
     // the next failure an agent reports disables the destination.
     const key = destinationHealthKey(h.prefix, d.destinationId);
-    await h.redis.hset(key, 'opened_at', String(Date.now() - COOLDOWN_MS - 1), 'failing_since', String(Date.now() - 4 * 86_400_000));
+    await h.redis.hset(key, 'opened_at', String(Date.now() - GATE_COOLDOWN_MS - 1), 'failing_since', String(Date.now() - 4 * 86_400_000));
     await makeDue(d.ids);
     const probe = await work(cluster, 'agent-a');
     expect(probe).toHaveLength(1);
@@ -315,7 +292,7 @@ describe('cost and failure of the gate', () => {
     const limited = await deliveriesOf(cluster, 3, { config: { rate_limit_per_second: 1 } });
     const failing = await deliveriesOf(cluster, 2, { config: { retry_schedule_ms: [3_600_000] } });
     const plain = await deliveriesOf(cluster, 2);
-    const r = counted(h.redis);
+    const r = countedRedis(h.redis);
     const countedDeps = edgeDeps(r.redis, { BREAKER_FAILURE_THRESHOLD: '2' });
     // Once, so that the scripts are cached by the server (a first call may be sent twice: NOSCRIPT, then the script).
     await countedDeps.breaker.gateMany([{ destinationId: 'dst_warm', wanted: 1, probeLeaseMs: 1, rateLimitPerSecond: 1 }]);
@@ -370,17 +347,9 @@ describe('cost and failure of the gate', () => {
     const cluster = await insertCluster(h.db.pool, tenantId);
     const c = { id: cluster.id, tenantId };
     const d = await deliveriesOf(cluster, 3, { config: { rate_limit_per_second: 1 } });
-    const broken = new Proxy(h.redis, {
-      get(target, prop, receiver) {
-        if (prop === 'evalsha' || prop === 'eval') return () => Promise.reject(new Error('Connection is closed.'));
-        const v = Reflect.get(target, prop, receiver);
-        return typeof v === 'function' ? v.bind(target) : v;
-      },
-    });
-    const warnings: string[] = [];
-    const quiet = (): void => undefined;
-    const logger = { warn: (msg: string) => warnings.push(msg), info: quiet, debug: quiet, error: quiet, child: () => logger };
-    const brokenDeps: EdgeDeps = { ...edgeDeps(broken), logger: logger as unknown as EdgeDeps['logger'] };
+    const broken = scriptsFailing(h.redis);
+    const { logger, warnings } = warningLogger();
+    const brokenDeps: EdgeDeps = { ...edgeDeps(broken), logger };
     const leased = await leaseWork(brokenDeps, c, { leaseOwner: newLeaseOwner('edge:agent-a'), max: 10 });
     expect(leased.deliveries.map((x) => x.id).sort()).toEqual([...d.ids].sort());
     expect(leased.heldBack).toBe(0);

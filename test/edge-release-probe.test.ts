@@ -151,7 +151,8 @@ describe('a half-open probe given back unsent frees its probe slot', () => {
     expect(await h.redis.hmget(key, 'state', 'opened_at', 'probe_until')).toEqual(['open', openedAt, '123']);
     // A closed circuit stays closed; an unknown destination gets no key.
     await h.redis.del(key);
-    expect(await deps.breaker.freeProbes([destinationId, 'dst_unknown'])).toBe(0);
+    const owner = leased.deliveries[0]!.lease_owner;
+    expect(await deps.breaker.giveBack([{ destinationId, deliveryId, leaseOwner: owner }, { destinationId: 'dst_unknown', deliveryId: 'dlv_unknown', leaseOwner: owner }])).toEqual({ probesFreed: 0, tokensReturned: 0 });
     expect(await h.redis.exists(key, destinationHealthKey(h.prefix, 'dst_unknown'))).toBe(0);
   });
 
@@ -163,11 +164,11 @@ describe('a half-open probe given back unsent frees its probe slot', () => {
     const warnings: string[] = [];
     const quiet = (): void => undefined;
     const logger = { warn: (msg: string) => warnings.push(msg), info: quiet, debug: quiet, error: quiet, child: () => logger };
-    const broken: EdgeDeps['breaker'] = { ...edgeDeps().breaker, freeProbes: () => Promise.reject(new Error('Connection is closed.')) };
+    const broken: EdgeDeps['breaker'] = { ...edgeDeps().breaker, giveBack: () => Promise.reject(new Error('Connection is closed.')) };
     const results = await releaseAgentLeases(edgeDeps({ breaker: broken, logger: logger as unknown as EdgeDeps['logger'] }), c, 'agent-a', [{ delivery_id: deliveryId, lease_owner: leased.deliveries[0]!.lease_owner }]);
     expect(results).toEqual([{ delivery_id: deliveryId, result: 'released' }]);
     expect((await deliveryRow(h.db.pool, deliveryId)).lease_owner).toBeNull();
-    expect(warnings).toEqual(['could not free the probe slot of destinations given back unsent; it expires']);
+    expect(warnings).toEqual(['could not return the probe slots and rate tokens of deliveries given back unsent; they expire']);
     // The slot then expires with the probe's lease, as before.
     await expectProbeOut(key);
   });

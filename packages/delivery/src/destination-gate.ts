@@ -40,19 +40,34 @@ export function splitGated<T>(group: T[], answer: GateAnswer, limit: number | nu
 export interface GateItem {
   destinationId: string;
   settings: DestinationSettings;
+  /**
+   * The delivery (edge path): the one that takes a half-open circuit's probe slot is noted
+   * as its holder, so that only it, given back unsent, frees the slot (Breaker.giveBack).
+   */
+  deliveryId?: string;
 }
 
 /**
  * The circuit breaker and rate limit of every destination of a batch, asked in one script
  * call (one Redis round trip; the deliverer's gate asks per destination, concurrently).
  * `probeLeaseMs` is how long a half-open probe of that destination counts as in flight.
+ * A probe is the first of its destination's group (splitGated lets the first `allowed`
+ * through), so that one is named as the probe slot's holder. The rate tokens taken are
+ * noted for `leaseOwner`, so that what it gives back unsent returns them (Breaker.giveBack).
  * Throws when Redis cannot answer: the caller decides (both paths then send: fail open).
  */
-export async function gateAtOnce<T extends GateItem>(breaker: Breaker, items: T[], probeLeaseMs: (settings: DestinationSettings) => number, now = Date.now()): Promise<Gated<T>> {
+export async function gateAtOnce<T extends GateItem>(breaker: Breaker, items: T[], probeLeaseMs: (settings: DestinationSettings) => number, now = Date.now(), leaseOwner = ''): Promise<Gated<T>> {
   const groups = [...groupBy(items, (i) => i.destinationId)];
   const answers = await breaker.gateMany(
-    groups.map(([destinationId, group]) => ({ destinationId, wanted: group.length, probeLeaseMs: probeLeaseMs(group[0]!.settings), rateLimitPerSecond: group[0]!.settings.rateLimitPerSecond })),
+    groups.map(([destinationId, group]) => ({
+      destinationId,
+      wanted: group.length,
+      probeLeaseMs: probeLeaseMs(group[0]!.settings),
+      rateLimitPerSecond: group[0]!.settings.rateLimitPerSecond,
+      probeHolder: group[0]!.deliveryId,
+    })),
     now,
+    leaseOwner,
   );
   const gated = groups.map(([, group], i) => splitGated(group, answers[i]!, group[0]!.settings.rateLimitPerSecond, now));
   return { allowed: gated.flatMap((g) => g.allowed), deferred: gated.flatMap((g) => g.deferred) };

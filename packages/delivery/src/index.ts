@@ -10,7 +10,7 @@ export { createSecretCache, openSecrets } from './secret-cache';
 export { sendContextSelect, type SendContextColumns } from './send-context-sql';
 export { CLAIMABLE_STATUSES, CLAIMABLE_SQL, heldSql, freeSql, flowActiveSql, shownStatusSql, shownStatus, newLeaseOwner, RELEASE_SET_SQL } from './lease';
 export { redisScript, type ScriptRunner } from './redis-script';
-export { createBreaker, type Breaker, type BreakerOptions, type BatchOutcome, type BreakerAfter, type GateRequest, type GateAnswer } from './circuit-breaker';
+export { createBreaker, type Breaker, type BreakerOptions, type BatchOutcome, type BreakerAfter, type GateRequest, type GateAnswer, type GivenBack } from './circuit-breaker';
 export { takeRateTokens } from './rate-limiter';
 export { gateAtOnce, splitGated, groupBy, type Gated, type GateItem } from './destination-gate';
 export { summarize, disableDestination, actOnHealth, recordHealthAtOnce, type HealthDeps } from './destination-health';

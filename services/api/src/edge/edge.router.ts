@@ -31,8 +31,9 @@ async function pause(ms: number, draining: AbortSignal): Promise<void> {
 
 /**
  * Gives back at once what a poll leased but cannot hand out, rather than leaving it until
- * the lease expires (EDGE_LEASE_MS), with the probe slot of a half-open destination among
- * them (releasePollLeases). Best effort: should the release fail, the leases expire.
+ * the lease expires (EDGE_LEASE_MS), with the rate tokens they took in the current window
+ * and the probe slot one of them holds (releasePollLeases). Best effort: should the release
+ * fail, the leases expire.
  */
 async function giveBack(deps: EdgeDeps, cluster: EdgeCluster, leaseOwner: string, items: WorkItem[], why: string): Promise<void> {
   try {

@@ -21,7 +21,7 @@ import {
 } from '@hookline/delivery';
 import type { EdgeCluster } from './edge-auth';
 import type { EdgeDeps } from './edge-deps';
-import { freeProbes, postponePollLeases, releasePollLeases } from './release-leases';
+import { giveBackToGate, postponePollLeases, releasePollLeases } from './release-leases';
 
 interface Row extends SendContextColumns {
   id: string;
@@ -107,6 +107,8 @@ export interface Leased {
 interface Prepared {
   row: Row;
   destinationId: string;
+  /** The row's id: named as the holder of a probe slot it takes. */
+  deliveryId: string;
   settings: DestinationSettings;
 }
 
@@ -123,9 +125,9 @@ interface Prepared {
  * - a purged payload (`payload_missing`, to the DLQ), a destination with a secret that
  *   does not open (`signing_unavailable`: never sent unsigned or half-signed; retried, then
  *   the DLQ), and a URL that cannot be sent to (`connect`, as the deliverer records it):
- *   their attempt is recorded here. Nothing was sent, and these attempts do not feed the
- *   circuit: one that was its destination's half-open probe frees the probe slot
- *   (freeProbes), as leases given back unsent do.
+ *   their attempt is recorded here. Nothing was sent: as leases given back unsent do, they
+ *   return the rate token they took and, one that was its destination's half-open probe,
+ *   the probe slot (giveBackToGate).
  *
  * Should anything fail after the lease statement, its leases are given back before the
  * error goes on (the caller answers 500 and would hand out nothing). `now` is the gate's
@@ -136,11 +138,11 @@ export async function leaseWork(deps: EdgeDeps, cluster: EdgeCluster, input: { l
   const { rows } = await deps.pool.query<Row>(LEASE_SQL, [cluster.id, cluster.tenantId, input.max, deps.config.EDGE_LEASE_MS, leaseOwner]);
   if (rows.length === 0) return { deliveries: [], heldBack: 0 };
   try {
-    const leased = rows.map((row) => ({ row, destinationId: row.destination_id, settings: destinationSettings(row.method, row.config, deps.policy.defaults) }));
+    const leased = rows.map((row) => ({ row, destinationId: row.destination_id, deliveryId: row.id, settings: destinationSettings(row.method, row.config, deps.policy.defaults) }));
     const { allowed, heldBack } = await holdBack(deps, leased, leaseOwner, input.now ?? Date.now());
-    return { deliveries: await prepare(deps, allowed, leaseOwner), heldBack };
+    return { deliveries: await prepare(deps, allowed, leaseOwner, input.now), heldBack };
   } catch (err) {
-    await releasePollLeases(deps, leaseOwner, rows.map((r) => r.id)).catch(() => undefined);
+    await releasePollLeases(deps, leaseOwner, rows.map((r) => r.id), input.now).catch(() => undefined);
     throw err;
   }
 }
@@ -158,7 +160,7 @@ export async function leaseWork(deps: EdgeDeps, cluster: EdgeCluster, input: { l
 async function holdBack(deps: EdgeDeps, leased: Prepared[], leaseOwner: string, now: number): Promise<{ allowed: Prepared[]; heldBack: number }> {
   let gated: Gated<Prepared>;
   try {
-    gated = await gateAtOnce(deps.breaker, leased, (settings) => leaseMsFor(deps.config.EDGE_LEASE_MS, settings.timeoutMs), now);
+    gated = await gateAtOnce(deps.breaker, leased, (settings) => leaseMsFor(deps.config.EDGE_LEASE_MS, settings.timeoutMs), now, leaseOwner);
   } catch (err) {
     deps.logger.warn('destination gate unavailable, leasing without it', { destinations: new Set(leased.map((l) => l.destinationId)).size, error: (err as Error).message });
     return { allowed: leased, heldBack: 0 };
@@ -170,7 +172,8 @@ async function holdBack(deps: EdgeDeps, leased: Prepared[], leaseOwner: string, 
   return { allowed: gated.allowed, heldBack: gated.deferred.length };
 }
 
-async function prepare(deps: EdgeDeps, leased: Prepared[], leaseOwner: string): Promise<WorkItem[]> {
+/** `gateNow`: the gate's pinned clock, if any (tests); else the window current when refused ones are given back. */
+async function prepare(deps: EdgeDeps, leased: Prepared[], leaseOwner: string, gateNow?: number): Promise<WorkItem[]> {
   const items: WorkItem[] = [];
   const refused: Outcome[] = [];
   const refusedDestinations: string[] = [];
@@ -215,8 +218,9 @@ async function prepare(deps: EdgeDeps, leased: Prepared[], leaseOwner: string): 
   await recordOutcomes(deps.pool, leaseOwner, refused, { via: 'edge' });
   // As in the deliverer, the refused attempts that count against a destination (an invalid
   // URL's `connect`; not a purged payload or a secret that does not open) feed its circuit;
-  // then a probe slot still half-open is freed. recordHealthAtOnce never throws.
+  // then, since none was sent, their rate tokens go back and a probe slot one of them holds
+  // is freed if its circuit is still half-open. Neither call throws.
   await recordHealthAtOnce(deps, refused.map((o, i) => ({ destinationId: refusedDestinations[i]!, result: o.result })));
-  await freeProbes(deps, refusedDestinations);
+  await giveBackToGate(deps, refused.map((o, i) => ({ destinationId: refusedDestinations[i]!, deliveryId: o.deliveryId, leaseOwner })), gateNow);
   return items;
 }

@@ -1,4 +1,4 @@
-import { CLAIMABLE_SQL, RELEASE_SET_SQL, type LeaseRelease, type ReleaseResult } from '@hookline/delivery';
+import { CLAIMABLE_SQL, RELEASE_SET_SQL, type GivenBack, type LeaseRelease, type ReleaseResult } from '@hookline/delivery';
 import type { EdgeCluster } from './edge-auth';
 import type { EdgeDeps } from './edge-deps';
 
@@ -7,10 +7,12 @@ import type { EdgeDeps } from './edge-deps';
 // the rows by primary key (lease_owner has no index: see @hookline/delivery lease.ts), and
 // writes no attempt: nothing was sent, attempt_count stays. The releases keep
 // next_attempt_at too, so the delivery is free and due again at once; only the postponement
-// of held-back deliveries (POSTPONE_POLL_SQL) moves it. A delivery given back unsent may
-// have been its destination's half-open probe: the releases return the destination ids, and
-// their probe slots are freed (freeProbes), so the next poll or the deliverer sends a probe at
-// once instead of after the probe's lease.
+// of held-back deliveries (POSTPONE_POLL_SQL) moves it. A delivery given back unsent gave
+// its destination's gate something it did not use: the releases return each delivery's
+// destination (and lease owner), and giveBackToGate returns the rate token it took, if its
+// window is still the current one, and frees the probe slot it holds, if it was a half-open
+// circuit's probe, so that the next poll or the deliverer sends a probe at once instead of
+// after the probe's lease.
 
 /** A work poll's own leases (one lease owner per poll), by the ids it leased. */
 export const RELEASE_POLL_SQL = `
@@ -48,33 +50,42 @@ WHERE d.id = u.id AND d.lease_owner = u.owner AND d.status IN (${CLAIMABLE_SQL})
 RETURNING d.id, u.owner, d.destination_id`;
 
 /**
- * Frees the probe slot of those destinations whose circuit is half-open, since what was
- * given back unsent may have been its probe (one Redis script call; the keys share the
- * queue prefix's hash tag). Fails open: if Redis cannot answer, it is logged and the slot
- * expires with the probe's lease, as it would have. If the delivery given back was not the
- * probe (another caller's probe is out), a second probe may go: harmless, the first answer
- * recorded closes or reopens the circuit.
+ * What deliveries given back unsent took from their destinations' gates, given back with
+ * them, in one Redis script call per batch (the keys share the queue prefix's hash tag;
+ * Breaker.giveBack):
+ *
+ * - the rate token each one took, to its destination's current one-second window, but only
+ *   when it was taken in that same window (noted per lease owner and window when the poll
+ *   took it): a window that is over cannot use it any more, and returning it into a later
+ *   window would let that window send more than the limit;
+ * - the probe slot of a half-open circuit, only when the delivery given back is the one
+ *   holding it: another delivery of that destination given back while a probe is out leaves
+ *   the slot alone (no second probe).
+ *
+ * Fails open: if Redis cannot answer, it is logged, the token stays spent until its window
+ * ends and the slot expires with the probe's lease, as they would have; the release itself
+ * is not held up. `now` picks the current window (tests pin it).
  */
-export async function freeProbes(deps: Pick<EdgeDeps, 'breaker' | 'logger'>, destinationIds: string[]): Promise<void> {
-  if (destinationIds.length === 0) return;
+export async function giveBackToGate(deps: Pick<EdgeDeps, 'breaker' | 'logger'>, items: GivenBack[], now = Date.now()): Promise<void> {
+  if (items.length === 0) return;
   try {
-    const freed = await deps.breaker.freeProbes(destinationIds);
-    if (freed > 0) deps.logger.debug('freed the probe slot of half-open circuits whose probe was not sent', { destinations: freed });
+    const { probesFreed, tokensReturned } = await deps.breaker.giveBack(items, now);
+    if (probesFreed > 0 || tokensReturned > 0) deps.logger.debug('returned what deliveries given back unsent took from their destinations\' gate', { probes_freed: probesFreed, rate_tokens_returned: tokensReturned });
   } catch (err) {
-    deps.logger.warn('could not free the probe slot of destinations given back unsent; it expires', { destinations: new Set(destinationIds).size, error: (err as Error).message });
+    deps.logger.warn('could not return the probe slots and rate tokens of deliveries given back unsent; they expire', { destinations: new Set(items.map((i) => i.destinationId)).size, error: (err as Error).message });
   }
 }
 
 /**
  * Gives back what one work poll leased and could not hand out (its caller left, the api
  * began draining, the response was cut, or the poll failed): at once rather than when the
- * lease expires, and frees the probe slot of their half-open destinations. Returns the ids
+ * lease expires, with their rate tokens and probe slots (giveBackToGate). Returns the ids
  * released.
  */
-export async function releasePollLeases(deps: Pick<EdgeDeps, 'pool' | 'breaker' | 'logger'>, leaseOwner: string, ids: string[]): Promise<string[]> {
+export async function releasePollLeases(deps: Pick<EdgeDeps, 'pool' | 'breaker' | 'logger'>, leaseOwner: string, ids: string[], now?: number): Promise<string[]> {
   if (ids.length === 0) return [];
   const { rows } = await deps.pool.query<{ id: string; destination_id: string }>(RELEASE_POLL_SQL, [ids, leaseOwner]);
-  await freeProbes(deps, rows.map((r) => r.destination_id));
+  await giveBackToGate(deps, rows.map((r) => ({ destinationId: r.destination_id, deliveryId: r.id, leaseOwner })), now);
   return rows.map((r) => r.id);
 }
 
@@ -88,10 +99,10 @@ export async function postponePollLeases(pool: EdgeDeps['pool'], leaseOwner: str
 /**
  * `POST …/releases`: leases an agent gives back unsent (it stops). One result per item, in
  * order: `released`, or `ignored` (`not_leased`) when that lease does not hold the delivery
- * (any more), which changes nothing. The released deliveries' half-open destinations get
- * their probe slot back (freeProbes).
+ * (any more), which changes nothing. The released deliveries give back their rate tokens
+ * and probe slots (giveBackToGate; `now` picks the current window, tests pin it).
  */
-export async function releaseAgentLeases(deps: EdgeDeps, cluster: EdgeCluster, agentId: string, releases: LeaseRelease[]): Promise<ReleaseResult[]> {
+export async function releaseAgentLeases(deps: EdgeDeps, cluster: EdgeCluster, agentId: string, releases: LeaseRelease[], now?: number): Promise<ReleaseResult[]> {
   const pairs = [...new Map(releases.map((r) => [`${r.delivery_id}\u0000${r.lease_owner}`, r] as const)).values()];
   const { rows } = await deps.pool.query<{ id: string; owner: string; destination_id: string }>(RELEASE_AGENT_SQL, [
     pairs.map((r) => r.delivery_id),
@@ -100,7 +111,7 @@ export async function releaseAgentLeases(deps: EdgeDeps, cluster: EdgeCluster, a
     cluster.tenantId,
     `edge:${agentId}:`,
   ]);
-  await freeProbes(deps, rows.map((r) => r.destination_id));
+  await giveBackToGate(deps, rows.map((r) => ({ destinationId: r.destination_id, deliveryId: r.id, leaseOwner: r.owner })), now);
   const released = new Set(rows.map((r) => `${r.id}\u0000${r.owner}`));
   return releases.map((r): ReleaseResult => (released.has(`${r.delivery_id}\u0000${r.lease_owner}`) ? { delivery_id: r.delivery_id, result: 'released' } : { delivery_id: r.delivery_id, result: 'ignored', reason: 'not_leased' }));
 }
