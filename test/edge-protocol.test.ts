@@ -103,12 +103,22 @@ describe('signed agent requests', () => {
 
     // The same signed request twice: the second is a replay.
     const once = JSON.stringify({ agent_id: 'a', agent_version: 'v', nonce: 'nonce-replay', max: 0, wait_seconds: 0 });
-    const headers = { 'content-type': 'application/json', ...signEdge(cluster.key, once) };
+    const headers: Record<string, string> = { 'content-type': 'application/json', ...signEdge(cluster.key, once) };
     const url = `${api.url}/v1/edge/clusters/${cluster.id}/work`;
     expect((await fetch(url, { method: 'POST', headers, body: once })).status).toBe(200);
     const again = await fetch(url, { method: 'POST', headers, body: once });
     expect(again.status).toBe(401);
     expect(await again.text()).toContain('replayed');
+    // Respelled (a space after the comma, upper-case hex): the same signed message, still a replay.
+    const [tPart, vPart] = headers['x-service-signature']!.split(',');
+    const respelled = { ...headers, 'x-service-signature': `${tPart}, v1=${vPart!.slice(3).toUpperCase()}` };
+    const third = await fetch(url, { method: 'POST', headers: respelled, body: once });
+    expect([third.status, await third.text()]).toEqual([401, expect.stringContaining('replayed')]);
+    // A fresh signature without X-Service-Timestamp is refused (the header is required).
+    const bare = JSON.stringify({ agent_id: 'a', agent_version: 'v', nonce: 'nonce-no-timestamp', max: 0, wait_seconds: 0 });
+    const { 'x-service-timestamp': _dropped, ...noTimestamp } = signEdge(cluster.key, bare);
+    const fourth = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...noTimestamp }, body: bare });
+    expect([fourth.status, await fourth.text()]).toEqual([401, expect.stringContaining('missing_header')]);
 
     // Clean up for the other tests: lease it and report it delivered.
     const got = await work();

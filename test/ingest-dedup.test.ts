@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { newId } from '@hookline/db';
 import type { Provider } from '@hookline/signing';
-import { startIngestHarness, TEST_PUBLIC_URL, type IngestHarness } from '../services/ingest/src/testing/ingest-harness';
+import { startIngestHarness, TEST_PUBLIC_URL, type HookResponse, type IngestHarness } from '../services/ingest/src/testing/ingest-harness';
 import { signAs } from '../services/ingest/src/testing/sign-request';
 import { writeBatch, type PendingEvent } from '../services/ingest/src/write-batch';
 
@@ -12,17 +12,23 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
+/** A repeat of a live key gets the original result: the first answer's status and body, marked Idempotent-Replayed. */
+const expectReplayOf = (again: HookResponse, first: HookResponse): void => {
+  expect(first).toMatchObject({ status: 202, json: { event_id: expect.stringMatching(/^evt_/), status: 'accepted' } });
+  expect({ status: again.status, json: again.json, replayed: again.headers.get('idempotent-replayed') }).toEqual({ status: first.status, json: first.json, replayed: 'true' });
+};
+
 const events = async (ingesterId: string): Promise<{ id: string; dedup_key: string | null }[]> =>
   (await h.db.pool.query('SELECT id, dedup_key FROM events WHERE ingester_id = $1 ORDER BY id', [ingesterId])).rows;
 
-test('Idempotency-Key: the repeat answers 200 with the original id and creates nothing', async () => {
+test('Idempotency-Key: the repeat answers the original 202 (Idempotent-Replayed) and creates nothing', async () => {
   const { ingesterId } = await h.seedIngester();
   const key = randomUUID();
   const first = await h.post(ingesterId, '{"n":1}', { 'idempotency-key': key });
   expect(first.status).toBe(202);
+  expect(first.headers.get('idempotent-replayed')).toBeNull();
   const again = await h.post(ingesterId, '{"n":1}', { 'idempotency-key': key });
-  expect(again.status).toBe(200);
-  expect(again.json).toEqual({ event_id: first.json['event_id'], duplicate: true });
+  expectReplayOf(again, first);
   expect(await events(ingesterId)).toEqual([{ id: first.json['event_id'], dedup_key: key }]);
   // The duplicate was not routed a second time.
   expect((await h.routedEventIds()).filter((id) => id === first.json['event_id'])).toHaveLength(1);
@@ -36,15 +42,15 @@ test('the same key on another ingester is another event (keys are scoped per ing
   expect((await h.post(b.ingesterId, '{}', { 'idempotency-key': key })).status).toBe(202);
 });
 
-test('concurrent duplicates: exactly one 202, the rest 200 with the same id, one event', async () => {
+test('concurrent duplicates: every answer the same 202 with one id, all but one Idempotent-Replayed, one event', async () => {
   const { ingesterId } = await h.seedIngester();
   const key = randomUUID();
   const results = await Promise.all(Array.from({ length: 8 }, () => h.post(ingesterId, '{}', { 'idempotency-key': key })));
-  const accepted = results.filter((r) => r.status === 202);
-  expect(accepted).toHaveLength(1);
-  const id = accepted[0]!.json['event_id'];
-  for (const r of results.filter((x) => x.status !== 202)) expect(r).toMatchObject({ status: 200, json: { event_id: id, duplicate: true } });
-  expect(await events(ingesterId)).toHaveLength(1);
+  const original = results.filter((r) => r.headers.get('idempotent-replayed') === null);
+  expect(original).toHaveLength(1);
+  expect(original[0]!.status).toBe(202);
+  for (const r of results.filter((x) => x !== original[0])) expectReplayOf(r, original[0]!);
+  expect(await events(ingesterId)).toEqual([{ id: original[0]!.json['event_id'], dedup_key: key }]);
 });
 
 test('an expired record does not dedupe: a new event is stored and takes the key over', async () => {
@@ -59,7 +65,7 @@ test('an expired record does not dedupe: a new event is stored and takes the key
   expect(res.json['event_id']).not.toBe('evt_old');
   const { rows } = await h.db.pool.query('SELECT response_body, expires_at > now() AS live FROM idempotency_records WHERE scope = $1 AND key = $2', [`ingest:${ingesterId}`, key]);
   expect(rows[0]).toEqual({ response_body: { event_id: res.json['event_id'] }, live: true });
-  expect((await h.post(ingesterId, '{}', { 'idempotency-key': key })).json).toEqual({ event_id: res.json['event_id'], duplicate: true });
+  expectReplayOf(await h.post(ingesterId, '{}', { 'idempotency-key': key }), res);
 });
 
 /** Everything a request could have written for this ingester, to show a refusal changed nothing. */
@@ -100,9 +106,11 @@ describe('Idempotency-Key reused with a different body', () => {
     expect(await snapshot(ingesterId)).toEqual(before);
     expect(await h.routedEventIds()).toEqual(routed);
 
-    // The original body still answers as the duplicate it is.
+    expect(res.headers.get('idempotent-replayed')).toBeNull();
+
+    // The original body still answers with the original result.
     const again = await h.post(ingesterId, '{"amount":1}', { 'idempotency-key': key });
-    expect(again).toMatchObject({ status: 200, json: { event_id: first.json['event_id'], duplicate: true } });
+    expectReplayOf(again, first);
     expect(await snapshot(ingesterId)).toEqual(before);
   });
 
@@ -114,7 +122,7 @@ describe('Idempotency-Key reused with a different body', () => {
     const first = await h.post(ingesterId, body, { 'idempotency-key': key, ...signAs('generic', 'gen-secret', body, { t: t - 30 }) });
     expect(first.status).toBe(202);
     const again = await h.post(ingesterId, body, { 'idempotency-key': key, 'x-extra': 'retry', ...signAs('generic', 'gen-secret', body, { t }) });
-    expect(again).toMatchObject({ status: 200, json: { event_id: first.json['event_id'], duplicate: true } });
+    expectReplayOf(again, first);
     expect(await events(ingesterId)).toEqual([{ id: first.json['event_id'], dedup_key: key }]);
   });
 
@@ -159,9 +167,9 @@ describe('Idempotency-Key reused with a different body', () => {
     const first = await send('{"a":1}', { 'X-GitHub-Delivery': delivery });
     expect(first.status).toBe(202);
     expect((await send('{"a":2}', { 'X-GitHub-Delivery': delivery, 'Idempotency-Key': delivery })).status).toBe(409);
-    expect(await send('{"a":1}', { 'Idempotency-Key': delivery })).toMatchObject({ status: 200, json: { event_id: first.json['event_id'], duplicate: true } });
-    // Without the header the same id with another body is a provider redelivery: 200.
-    expect(await send('{"a":2}', { 'X-GitHub-Delivery': delivery })).toMatchObject({ status: 200, json: { event_id: first.json['event_id'], duplicate: true } });
+    expectReplayOf(await send('{"a":1}', { 'Idempotency-Key': delivery }), first);
+    // Without the header the same id with another body is a provider redelivery: the original 202.
+    expectReplayOf(await send('{"a":2}', { 'X-GitHub-Delivery': delivery }), first);
     expect(await events(ingesterId)).toEqual([{ id: first.json['event_id'], dedup_key: delivery }]);
   });
 });
@@ -177,7 +185,7 @@ const KINDS: { provider: Provider; secret: string; body: string; other: string; 
   { provider: 'twilio', secret: 'tw', body: 'A=1', other: 'A=2', contentType: 'application/x-www-form-urlencoded', idHeaders: () => ({ 'I-Twilio-Idempotency-Token': randomUUID() }), key: (_b, hd) => hd['I-Twilio-Idempotency-Token']! },
 ];
 
-test.each(KINDS)('$provider: a redelivery with the same provider id → 200 with the original id', async (k) => {
+test.each(KINDS)('$provider: a redelivery with the same provider id → the original 202 (Idempotent-Replayed)', async (k) => {
   const { ingesterId } = await h.seedIngester({ provider: k.provider, secrets: [k.secret] });
   // The same delivery sent twice, as a provider retries it after a lost answer.
   const headers = { ...k.idHeaders(), ...signAs(k.provider, k.secret, k.body, { url: `${TEST_PUBLIC_URL}/in/${ingesterId}`, id: `msg_${randomUUID()}` }) };
@@ -185,11 +193,11 @@ test.each(KINDS)('$provider: a redelivery with the same provider id → 200 with
   const first = await send();
   expect(first.status).toBe(202);
   const again = await send();
-  expect(again).toMatchObject({ status: 200, json: { event_id: first.json['event_id'], duplicate: true } });
+  expectReplayOf(again, first);
   expect(await events(ingesterId)).toEqual([{ id: first.json['event_id'], dedup_key: k.key(k.body, headers) }]);
 });
 
-test.each(KINDS)('$provider: the same provider id with a different body → 200 with the original id (never a 409 to a provider)', async (k) => {
+test.each(KINDS)('$provider: the same provider id with a different body → the original 202 (Idempotent-Replayed; never a 409 to a provider)', async (k) => {
   const { ingesterId } = await h.seedIngester({ provider: k.provider, secrets: [k.secret] });
   const ids = k.idHeaders();
   const msgId = `msg_${randomUUID()}`;
@@ -199,7 +207,7 @@ test.each(KINDS)('$provider: the same provider id with a different body → 200 
   expect(first.status).toBe(202);
   const before = await snapshot(ingesterId);
   const other = await send(k.other);
-  expect(other).toMatchObject({ status: 200, json: { event_id: first.json['event_id'], duplicate: true } });
+  expectReplayOf(other, first);
   expect(await snapshot(ingesterId)).toEqual(before);
   expect(before['payloads']).toEqual([{ event_id: first.json['event_id'], body: Buffer.from(k.body) }]);
 });

@@ -1,5 +1,5 @@
 export { hmac, safeEqual } from './hmac';
-export { signServiceRequest, verifyServiceSignature, parseServiceSignature, type VerifyResult } from './service-signature';
+export { signServiceRequest, verifyServiceSignature, parseServiceSignature, type VerifyResult, type VerifyServiceSignatureOptions } from './service-signature';
 export { signStandardWebhook, newWhsecSecret, whsecKey } from './standard-webhooks';
 export { createSecretBox, type SecretBox } from './secret-box';
 export { API_SCOPES, MCP_SCOPES, type Scope, newApiKey, hashApiKey, hashPassword, verifyPassword } from './credentials';

@@ -28,6 +28,21 @@ export function parseServiceSignature(header: string): { t: number | null; v1: s
 
 export type VerifyResult = { ok: true } | { ok: false; reason: 'missing_header' | 'bad_format' | 'timestamp_out_of_tolerance' | 'signature_mismatch' };
 
+export interface VerifyServiceSignatureOptions {
+  /**
+   * Refuse a request without `X-Service-Timestamp` (`missing_header`). Off by default:
+   * generic ingest sources may send `t=` in the signature alone (services/ingest/README.md);
+   * cluster-signed requests to the api must send both headers (SPEC.md Authentication).
+   */
+  requireTimestampHeader?: boolean;
+}
+
+/**
+ * `X-Service-Timestamp`, when present (always, with `requireTimestampHeader`), must equal
+ * the signature's `t`; `t` must lie within `toleranceSeconds` of now, in both directions.
+ * This checks a signature only: it does not make it single-use (callers that must refuse a
+ * replayed request within the window keep a record of what they accepted).
+ */
 export function verifyServiceSignature(
   keys: (string | Buffer)[],
   body: Buffer,
@@ -35,8 +50,10 @@ export function verifyServiceSignature(
   timestampHeader: string | undefined,
   toleranceSeconds: number,
   nowSeconds = Math.floor(Date.now() / 1000),
+  options: VerifyServiceSignatureOptions = {},
 ): VerifyResult {
   if (!signatureHeader) return { ok: false, reason: 'missing_header' };
+  if (options.requireTimestampHeader && !timestampHeader) return { ok: false, reason: 'missing_header' };
   const { t, v1 } = parseServiceSignature(signatureHeader);
   if (t === null || v1.length === 0) return { ok: false, reason: 'bad_format' };
   if (timestampHeader !== undefined && timestampHeader !== String(t)) return { ok: false, reason: 'bad_format' };

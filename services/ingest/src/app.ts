@@ -91,8 +91,14 @@ export function createIngestApp(deps: IngestAppDeps): IngestApp {
       const outcome = await receive(req, res, reqId, ingesterId, url, obs);
       obs.fields['event_id'] = outcome.eventId;
       counted(obs, outcome.kind);
+      // A repeat of a live dedup key (Idempotency-Key, or a provider's delivery id) gets the
+      // original result (SPEC.md Limits): the same 202 body, marked `Idempotent-Replayed`
+      // (as are its log line and its `duplicate` outcome: the status does not tell it apart).
       if (outcome.kind === 'accepted') sendJson(res, 202, { event_id: outcome.eventId, status: 'accepted' }, { 'x-request-id': reqId });
-      else sendJson(res, 200, { event_id: outcome.eventId, duplicate: true }, { 'x-request-id': reqId });
+      else {
+        obs.fields['idempotent_replayed'] = true;
+        sendJson(res, 202, { event_id: outcome.eventId, status: 'accepted' }, { 'x-request-id': reqId, 'idempotent-replayed': 'true' });
+      }
     } catch (err) {
       counted(obs, outcomeOfError(err));
       throw err;

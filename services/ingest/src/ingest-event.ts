@@ -50,7 +50,8 @@ const sha256 = (v: BinaryLike): string => createHash('sha256').update(v).digest(
 
 /**
  * One inbound webhook, after its body was read. Outcomes: accepted → 202 (stored and
- * committed), duplicate → 200 (the original event id). Refusals throw AppError: 404
+ * committed), duplicate → the original 202 (the original event id) with
+ * Idempotent-Replayed: true. Refusals throw AppError: 404
  * unknown or inactive ingester, 403 address not allowed, 400 required header rule,
  * 401 signature (each with one ingest_rejections row), 409 idempotency-conflict (an
  * Idempotency-Key reused with another body; nothing stored, no rejection row), 503

@@ -28,7 +28,7 @@ export interface PendingEvent {
 }
 
 /**
- * accepted → 202 (a new event); duplicate → 200 with the event first stored for that key;
+ * accepted → 202 (a new event); duplicate → the original 202 (Idempotent-Replayed) with the event first stored for that key;
  * conflict → 409 idempotency-conflict (an explicit Idempotency-Key whose live record holds
  * another body: nothing was stored, the record is untouched); retry → 503 (the key's
  * record vanished between the two statements: nothing was stored).

@@ -104,10 +104,14 @@ export const clusterRoutes: AuthedRoute[] = [
     audit: false,
     doc: {
       summary: 'Cluster heartbeat (HMAC-signed by the cluster)',
-      description: 'Signed with the key issued at enrollment: X-Service-Timestamp: <unix s>, X-Service-Signature: t=<unix s>,v1=<hex HMAC-SHA256(key, "<t>.<raw body>")>; outside SERVICE_SIGNATURE_TOLERANCE_SECONDS or wrong → 401.',
+      description:
+        'Signed with the key issued at enrollment: X-Service-Timestamp: <unix s> (required, equal to t), X-Service-Signature: t=<unix s>,v1=<hex HMAC-SHA256(key, "<t>.<raw body>")>. ' +
+        'A missing header, t outside SERVICE_SIGNATURE_TOLERANCE_SECONDS, a wrong signature, or a signed request already accepted (each is accepted once: sign every heartbeat afresh) → 401. ' +
+        'The single-use check needs Redis: while it is unreachable → 503 (retry).',
       tag: TAG,
       status: 200,
       response: clusterView,
+      errors: [503],
     },
     handler: async (ctx) => {
       const v = (ctx.body as { agent_version?: string } | undefined)?.agent_version;

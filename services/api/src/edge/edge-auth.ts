@@ -1,6 +1,7 @@
 import type { Request } from 'express';
 import { AppError } from '@hookline/errors';
-import { verifyServiceSignature } from '@hookline/signing';
+import { parseServiceSignature, verifyServiceSignature } from '@hookline/signing';
+import { acceptSignatureOnce } from '../auth/signature-once';
 import type { EdgeDeps } from './edge-deps';
 
 export interface EdgeCluster {
@@ -16,9 +17,10 @@ const rejected = (reason: string): AppError => new AppError('unauthorized', `The
 
 /**
  * Checks an agent request: `X-Service-Signature: t=<ts>,v1=<hex HMAC-SHA256(cluster key,
- * "<t>.<raw body>")>` with `X-Service-Timestamp`, within EDGE_SIGNATURE_TOLERANCE_SECONDS,
- * from an ACTIVE cluster. Each signature is accepted once (a Redis key lives for twice the
- * window): a captured request cannot be replayed to lease deliveries.
+ * "<t>.<raw body>")>` with `X-Service-Timestamp` (required, equal to t), within EDGE_SIGNATURE_TOLERANCE_SECONDS,
+ * from an ACTIVE cluster. Each signed message is accepted once (acceptSignatureOnce: a Redis
+ * key lives for twice the window; Redis unreachable → 503): a captured request, however its
+ * header is respelled, cannot be replayed to lease deliveries.
  */
 export async function verifyEdgeRequest(deps: EdgeDeps, req: Request): Promise<EdgeCluster> {
   const cid = String(req.params['cid'] ?? '');
@@ -32,14 +34,11 @@ export async function verifyEdgeRequest(deps: EdgeDeps, req: Request): Promise<E
   const raw = (req as Request & { rawBody?: Buffer }).rawBody ?? Buffer.alloc(0);
   const signature = one(req.headers['x-service-signature']);
   const tolerance = deps.config.EDGE_SIGNATURE_TOLERANCE_SECONDS;
-  const result = verifyServiceSignature([key], raw, signature, one(req.headers['x-service-timestamp']), tolerance);
+  const result = verifyServiceSignature([key], raw, signature, one(req.headers['x-service-timestamp']), tolerance, undefined, { requireTimestampHeader: true });
   if (!result.ok) throw rejected(result.reason);
-  let fresh: string | null;
-  try {
-    fresh = await deps.redis.set(`${deps.prefix}:edge-sig:${row.id}:${signature}`, '1', 'PX', tolerance * 2000, 'NX');
-  } catch {
-    throw new AppError('service-unavailable', 'The replay check is unavailable; retry later.');
-  }
-  if (fresh === null) throw rejected('replayed');
+  // Verified, so the header parses and carries t. Single use is keyed by the signed message
+  // (cluster, t, body), not by the header's spelling (signature-once.ts).
+  const timestamp = parseServiceSignature(signature!).t!;
+  if (!(await acceptSignatureOnce(deps.redis, deps.prefix, { clusterId: row.id, timestamp, body: raw }, tolerance))) throw rejected('replayed');
   return { id: row.id, tenantId: row.tenant_id };
 }
