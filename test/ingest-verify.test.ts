@@ -116,9 +116,16 @@ describe('IP allowlist', () => {
     expect(await count('events', ingesterId)).toBe(0);
   });
 
-  test('free plan: the allowlist is ignored', async () => {
+  test('free plan (a stored allowlist after a downgrade): still enforced, never fails open', async () => {
     const { ingesterId } = await h.seedIngester({ plan: 'free', config: { ip_allowlist: ['10.0.0.0/8'] } });
-    expect((await h.post(ingesterId, '{}')).status).toBe(202);
+    expect((await h.post(ingesterId, '{}')).status).toBe(403);
+    expect((await h.post(ingesterId, '{}', { 'x-forwarded-for': '10.1.2.3' })).status).toBe(202);
+  });
+
+  test('entries ingest cannot parse (stored before the API checked them) match nothing; the rest still apply', async () => {
+    const { ingesterId } = await h.seedIngester({ plan: 'pro', config: { ip_allowlist: ['10.0.0.1/33', '192.0.2.0/24'] } });
+    expect((await h.post(ingesterId, '{}', { 'x-forwarded-for': '192.0.2.9' })).status).toBe(202);
+    expect((await h.post(ingesterId, '{}', { 'x-forwarded-for': '10.0.0.1' })).status).toBe(403);
   });
 
   test('behind a trusted proxy the right-most untrusted X-Forwarded-For hop is the client', async () => {

@@ -1,9 +1,6 @@
 import { isProvider, type Provider } from '@hookline/signing';
 import { parseCidrList, type Cidr } from '@hookline/http';
 
-/** Plans on which IP allowlists are enforced (SPEC.md: Pro and above). */
-const ALLOWLIST_PLANS = new Set(['pro', 'business', 'enterprise']);
-
 /** One ingester as ingest needs it: resolved once, then served from the cache. */
 export interface IngesterSettings {
   id: string;
@@ -17,7 +14,11 @@ export interface IngesterSettings {
   eventTypePath: string | null;
   /** header name (lower case) -> expected value, or null for "must be present". */
   requiredHeaders: [string, string | null][];
-  /** Null when no allowlist applies (none configured, or the plan does not include it). */
+  /**
+   * Null when no allowlist is configured. A stored allowlist applies whatever the tenant's
+   * plan: the plan gate (Pro and above) is on setting it up, in the API; a downgrade must not
+   * turn a security control off (fail closed).
+   */
   allowlist: Cidr[] | null;
 }
 
@@ -49,7 +50,7 @@ export function toSettings(row: IngesterRow, secrets: string[], defaultTolerance
     }
   }
   const entries = Array.isArray(list) ? list.filter((x): x is string => typeof x === 'string') : [];
-  const enforce = ALLOWLIST_PLANS.has(row.plan) && Array.isArray(list) && list.length > 0;
+  const enforce = Array.isArray(list) && list.length > 0;
   return {
     id: row.id,
     tenantId: row.tenant_id,

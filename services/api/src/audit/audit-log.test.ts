@@ -19,6 +19,27 @@ describe('redactParams', () => {
     });
   });
 
+  it('masks URL credentials and keeps only the names of header rules', () => {
+    const out = redactParams({
+      path: { tid: 'ten_1' },
+      body: {
+        url: 'https://user:pa55word@example.test/h?x=1',
+        other: ['https://only-a-token@example.test/', 'https://example.test/plain', 'not a url @ all'],
+        config: { required_headers: { 'X-Token': 'shared-value', 'x-present': null }, credentials: 'c' },
+        list: { required_headers: ['X-Source'] },
+      },
+    });
+    expect(out).toEqual({
+      path: { tid: 'ten_1' },
+      body: {
+        url: 'https://user:****@example.test/h?x=1',
+        other: ['https://****@example.test/', 'https://example.test/plain', 'not a url @ all'],
+        config: { required_headers: { 'X-Token': '[redacted]', 'x-present': null }, credentials: '[redacted]' },
+        list: { required_headers: ['X-Source'] },
+      },
+    });
+  });
+
   it('classifies outcomes by status', () => {
     expect([outcomeOf(201), outcomeOf(409), outcomeOf(503)]).toEqual(['success', 'client_error', 'server_error']);
   });

@@ -11,7 +11,7 @@ const mtls = {
   additionalProperties: false,
 };
 
-/** Delivery settings; unknown keys are kept for forward compatibility. */
+/** Delivery settings; unknown keys are kept for forward compatibility, except secret-looking ones. */
 const destinationConfig = {
   type: 'object',
   properties: {
@@ -31,11 +31,20 @@ const destinationConfig = {
     mtls,
   },
   additionalProperties: true,
+  description:
+    'Unknown keys are kept and shown as given, so keys that name a credential (secret, password, token, private, credential, api_key, access_key, key) are refused: send credentials as a config.headers entry (write-only) or in the URL userinfo. On PATCH, null removes such a key stored earlier.',
 } as const;
 
 const fields = {
   name: { type: 'string', minLength: 1, maxLength: 200 },
-  url: { type: 'string', minLength: 1, maxLength: 2000, pattern: '^[Hh][Tt][Tt][Pp][Ss]?://', description: 'http(s) URL' },
+  url: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 2000,
+    pattern: '^[Hh][Tt][Tt][Pp][Ss]?://',
+    description:
+      'http(s) URL. Userinfo (https://user:password@host/…) is sent as HTTP Basic auth and is write-only: views show https://user:****@host/… (https://****@host/… when the user name is the only credential). Sending that masked URL back keeps the stored credential if the origin and user are unchanged; otherwise, or on create, a URL carrying **** is refused.',
+  },
   method: { type: 'string', enum: ['POST', 'PUT', 'PATCH'] },
   cluster_id: { type: ['string', 'null'], maxLength: 64 },
   config: destinationConfig,
@@ -81,14 +90,14 @@ export const destinationView: JsonSchema = {
     tenant_id: { type: 'string' },
     cluster_id: { type: ['string', 'null'] },
     name: { type: 'string' },
-    url: { type: 'string' },
+    url: { type: 'string', description: 'The credential in the userinfo is masked: https://user:****@host/path' },
     method: { type: 'string' },
     state: { type: 'string', enum: ['DRAFT', 'ACTIVE', 'DISABLED', 'DELETED'] },
     disabled_reason: { type: ['string', 'null'] },
     config: {
       type: 'object',
       description:
-        'Delivery settings. Credential-bearing header values (authorization, cookie, names with auth, token, key, secret, password, signature, session or credential) are write-only and shown as "[redacted]"; a PATCH that sends "[redacted]" back keeps the stored value.',
+        'Delivery settings. Credential-bearing header values (authorization, cookie, names with auth, token, key, secret, password, signature, session or credential) are write-only and shown as "[redacted]"; a PATCH that sends "[redacted]" back keeps the stored value. A secret-looking key stored before such keys were refused is shown as "[redacted]".',
     },
     signing_secrets_count: { type: 'integer' },
     signing_secret: { type: 'string', description: 'Only in the create (or rotate) response' },

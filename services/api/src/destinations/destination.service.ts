@@ -5,19 +5,23 @@ import type { AppContext } from '../context';
 import { asObject, iso } from '../lib/format';
 import { announce, duplicateName, lockNames, unresolved } from '../lib/config-writes';
 import type { Destination } from '../lib/models';
+import { REDACTED, SECRET_LOOKING_KEY, secretLookingKeyErrors } from '../ingesters/secret-config-keys';
 import type { DestinationBody, DestinationConfigInput } from './destination.schema';
+import { hasMaskedCredentials, maskUrlCredentials, restoreUrlCredentials, URL_SECRET_MASK } from './url-credentials';
 
 // Header values that carry credentials are write-only, like the signing secret: views show
 // the placeholder, and a PATCH that sends the placeholder back keeps the stored value.
 const SENSITIVE_HEADER = /^(authorization|proxy-authorization|cookie)$|auth|token|secret|key|passw|signature|session|credential/i;
-export const REDACTED = '[redacted]';
+export { REDACTED };
 
 function shownHeaders(headers: unknown): Record<string, unknown> {
   return Object.fromEntries(Object.entries(asObject(headers)).map(([name, value]) => [name, SENSITIVE_HEADER.test(name) ? REDACTED : value]));
 }
 
 export function destinationToView(row: Destination, shownSecret?: string): Record<string, unknown> {
-  const { mtls, ...config } = asObject(row.config);
+  const { mtls, ...stored } = asObject(row.config);
+  // A secret-looking key stored before such keys were refused is shown redacted.
+  const config = Object.fromEntries(Object.entries(stored).map(([k, v]) => [k, SECRET_LOOKING_KEY.test(k) ? REDACTED : v]));
   if (config['headers'] !== undefined) config['headers'] = shownHeaders(config['headers']);
   const m = asObject(mtls);
   return {
@@ -25,7 +29,8 @@ export function destinationToView(row: Destination, shownSecret?: string): Recor
     tenant_id: row.tenantId,
     cluster_id: row.clusterId,
     name: row.name,
-    url: row.url,
+    // The userinfo credential (sent as Basic auth) is write-only: https://user:****@host/path.
+    url: maskUrlCredentials(row.url),
     method: row.method,
     state: row.state,
     disabled_reason: row.disabledReason,
@@ -70,6 +75,31 @@ function checkUrl(url: string | undefined, errors: FieldError[]): void {
   }
 }
 
+const SECRET_KEY_HINT = 'send credentials in a config.headers entry (write-only) or the URL userinfo';
+
+/** Unknown config keys are stored and shown in clear: secret-looking ones are refused (null on PATCH removes one). */
+function checkConfigKeys(config: DestinationConfigInput | undefined, errors: FieldError[], patch: boolean): void {
+  const given = Object.fromEntries(Object.entries(config ?? {}).filter(([, v]) => !(patch && v === null)));
+  errors.push(...secretLookingKeyErrors(given, SECRET_KEY_HINT));
+}
+
+/**
+ * The URL to store. The masked form a view shows (https://user:****@host/…) sent back keeps
+ * the stored credential, as long as it points at the same origin and user; with nothing to
+ * keep (on create, or another origin or user) it is refused rather than stored as the
+ * password "****".
+ */
+function urlToStore(url: string, stored: string | null): string {
+  if (!hasMaskedCredentials(url)) return url;
+  const restored = stored === null ? null : restoreUrlCredentials(url, stored);
+  if (restored !== null) return restored;
+  const message =
+    stored === null
+      ? `carries the credential mask (${URL_SECRET_MASK}); send the real credential`
+      : `carries the credential mask (${URL_SECRET_MASK}) but the stored URL has no credential for this origin and user; send the real credential`;
+  throw AppError.validation([{ field: 'url', message }]);
+}
+
 /** The stored form of config: the mTLS private key sealed, never kept in clear. */
 function storeConfig(app: AppContext, input: DestinationConfigInput): Record<string, unknown> {
   const { mtls, ...rest } = input;
@@ -88,7 +118,9 @@ export async function createDestination(app: AppContext, tenantId: string, body:
   const errors: FieldError[] = [];
   checkUrl(body.url, errors);
   checkHeaders(body.config, errors, {});
+  checkConfigKeys(body.config, errors, false);
   if (errors.length) throw AppError.validation(errors);
+  const url = urlToStore(body.url, null);
   await assertCluster(app, tenantId, body.cluster_id);
   const secret = body.signing_secret ?? newWhsecSecret();
   const row = await app.prisma.$transaction(async (tx) => {
@@ -100,7 +132,7 @@ export async function createDestination(app: AppContext, tenantId: string, body:
         tenantId,
         clusterId: body.cluster_id ?? null,
         name: body.name,
-        url: body.url,
+        url,
         method: body.method ?? 'POST',
         config: storeConfig(app, body.config ?? {}) as object,
         secrets: [app.box.seal(secret)],
@@ -123,6 +155,7 @@ export async function patchDestination(app: AppContext, tenantId: string, id: st
   const errors: FieldError[] = [];
   checkUrl(body.url, errors);
   checkHeaders(body.config, errors);
+  checkConfigKeys(body.config, errors, true);
   if (body.signing_secret && body.rotate_signing_secret) errors.push({ field: 'rotate_signing_secret', message: 'cannot be combined with signing_secret' });
   if (errors.length) throw AppError.validation(errors);
   await assertCluster(app, tenantId, body.cluster_id);
@@ -134,11 +167,14 @@ export async function patchDestination(app: AppContext, tenantId: string, id: st
     if (body.name && (await tx.destination.count({ where: { tenantId, name: body.name, state: { not: 'DELETED' }, id: { not: id } } }))) throw duplicateName('destination', body.name);
     const config = body.config ? { ...asObject(current.config), ...storeConfig(app, keepRedactedHeaders(body.config, asObject(asObject(current.config)['headers']))) } : undefined;
     if (config && body.config?.mtls === null) delete config['mtls'];
+    // null removes a secret-looking key stored before such keys were refused.
+    if (config) for (const [k, v] of Object.entries(body.config ?? {})) if (v === null && SECRET_LOOKING_KEY.test(k)) delete config[k];
+    const url = body.url !== undefined ? urlToStore(body.url, current.url) : undefined;
     return tx.destination.update({
       where: { id },
       data: {
         ...(body.name !== undefined ? { name: body.name } : {}),
-        ...(body.url !== undefined ? { url: body.url } : {}),
+        ...(url !== undefined ? { url } : {}),
         ...(body.method !== undefined ? { method: body.method } : {}),
         ...(body.cluster_id !== undefined ? { clusterId: body.cluster_id } : {}),
         ...(config ? { config: config as object } : {}),

@@ -45,7 +45,8 @@ export const ingesterRoutes: AuthedRoute[] = [
     body: createIngesterBody,
     doc: {
       summary: 'Create an ingester; the response carries its hook_url',
-      description: 'state defaults to ACTIVE (events are accepted at once); send "state":"DRAFT" to create it unapplied. Signing secrets are write-only and stored encrypted.',
+      description:
+        'state defaults to ACTIVE (events are accepted at once); send "state":"DRAFT" to create it unapplied. Signing secrets are write-only and stored encrypted; required_headers values are write-only too. Every config.ip_allowlist entry must be an IP address or CIDR range (400 naming the entry otherwise); the allowlist needs the Pro plan, and once stored it is enforced whatever the plan.',
       tag: TAG,
       response: ingesterView,
       errors: [403, 409, 422],
@@ -68,7 +69,14 @@ export const ingesterRoutes: AuthedRoute[] = [
     operationId: 'ingesters.update',
     scope: 'write:ingesters',
     body: updateIngesterBody,
-    doc: { summary: 'Replace an ingester (secrets kept unless new ones are sent)', tag: TAG, response: ingesterView, errors: [403, 404, 409, 422] },
+    doc: {
+      summary: 'Replace an ingester (secrets kept unless new ones are sent)',
+      description:
+        'Replaces name, provider and config. "[redacted]" as a required_headers value keeps the stored value. A stored ip_allowlist stays enforced after a plan downgrade: sending it unchanged or removing it needs no plan, changing it needs Pro or above.',
+      tag: TAG,
+      response: ingesterView,
+      errors: [403, 404, 409, 422],
+    },
     handler: async (ctx) =>
       ok(ingesterToView(ctx.app, await updateIngester(ctx.app, { id: ctx.tenantId, plan: ctx.principal.plan }, ctx.params['iid']!, ctx.body as IngesterBody))),
   },

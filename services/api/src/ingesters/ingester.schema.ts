@@ -12,13 +12,21 @@ const ingesterConfig = {
     tolerance_seconds: { type: 'integer', minimum: 1, maximum: 86400 },
     event_type_path: { type: 'string', minLength: 1, maxLength: 200 },
     required_headers: {
-      description: 'header → expected value (null: must be present); a list of names means "must be present"',
+      description:
+        'header → expected value (null: must be present); a list of names means "must be present". Expected values are shared secrets: write-only, shown as "[redacted]"; a PUT that sends "[redacted]" back keeps the stored value.',
       anyOf: [
         { type: 'array', items: { type: 'string', minLength: 1, maxLength: 200 }, maxItems: 50 },
         { type: 'object', additionalProperties: { type: ['string', 'null'], maxLength: 1000 }, maxProperties: 50 },
       ],
     },
-    ip_allowlist: { type: 'array', items: { type: 'string', pattern: '^[0-9a-fA-F:.]+(/\\d{1,3})?$' }, maxItems: 100, description: 'IPs or CIDRs (Pro plan and above)' },
+    ip_allowlist: {
+      type: 'array',
+      // Each entry is checked by the parser ingest enforces the list with (ip-allowlist.ts).
+      items: { type: 'string', maxLength: 100, description: 'IPv4 or IPv6 address, or CIDR range (a.b.c.d/0-32, x::y/0-128); IPv4 octets 0-255 without leading zeros' },
+      maxItems: 100,
+      description:
+        'Source IPs or CIDRs allowed to send; requests from any other address are refused (403). Setting or changing it needs the Pro plan or above. A stored allowlist keeps being enforced whatever the plan (it never fails open after a downgrade); it can always be removed, and a PUT that sends it unchanged needs no plan.',
+    },
     dedicated_ip: { type: 'boolean', description: 'Receive on a dedicated IP (Business plan and above)' },
   },
   additionalProperties: true,
@@ -73,6 +81,8 @@ export const ingesterView: JsonSchema = {
     hook_url: { type: 'string' },
     config: {
       type: 'object',
+      description:
+        'Provider settings. Secrets are never returned: signing secrets only as signing_secret_set/secrets_count, required_headers values as "[redacted]" (null stays null). ip_allowlist, when set, is enforced whatever the current plan.',
       required: ['signing_secret_set', 'secrets_count'],
       properties: { signing_secret_set: { type: 'boolean' }, secrets_count: { type: 'integer' } },
       not: { anyOf: [{ required: ['signing_secret'] }, { required: ['signing_secrets'] }] },

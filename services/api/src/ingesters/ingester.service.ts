@@ -6,10 +6,28 @@ import type { PlanName } from '../config';
 import { asObject, iso } from '../lib/format';
 import { announce, duplicateName, lockNames, requirePlan } from '../lib/config-writes';
 import type { IngesterBody } from './ingester.schema';
+import { ipAllowlistErrors, sameAllowlist } from './ip-allowlist';
+import { REDACTED, SECRET_LOOKING_KEY, secretLookingKeyErrors } from './secret-config-keys';
 
 export interface TenantRef {
   id: string;
   plan: PlanName;
+}
+
+/**
+ * Expected values of `required_headers` are shared secrets the sender must present: shown as
+ * "[redacted]" (null, "must be present", is kept), like a destination's credential headers.
+ */
+function shownRequiredHeaders(rules: unknown): unknown {
+  if (!rules || typeof rules !== 'object' || Array.isArray(rules)) return rules;
+  return Object.fromEntries(Object.entries(rules).map(([name, value]) => [name, value === null ? null : REDACTED]));
+}
+
+/** The stored settings as shown: header-rule values and any secret-looking key stored before it was refused are redacted. */
+function shownConfig(stored: unknown): Record<string, unknown> {
+  const config = Object.fromEntries(Object.entries(asObject(stored)).map(([k, v]) => [k, SECRET_LOOKING_KEY.test(k) ? REDACTED : v]));
+  if (config['required_headers'] !== undefined) config['required_headers'] = shownRequiredHeaders(config['required_headers']);
+  return config;
 }
 
 export function ingesterToView(app: AppContext, row: Ingester): Record<string, unknown> {
@@ -21,28 +39,61 @@ export function ingesterToView(app: AppContext, row: Ingester): Record<string, u
     provider: row.provider,
     state: row.state,
     hook_url: `${app.config.INGEST_PUBLIC_URL.replace(/\/$/, '')}/in/${row.id}`,
-    config: { ...asObject(row.config), signing_secret_set: row.secrets.length > 0, secrets_count: row.secrets.length },
+    config: { ...shownConfig(row.config), signing_secret_set: row.secrets.length > 0, secrets_count: row.secrets.length },
     created_at: iso(row.createdAt),
     updated_at: iso(row.updatedAt),
   };
 }
 
-/** Splits a body's config into stored settings and secrets; checks the plan gates. */
-function prepare(tenant: TenantRef, body: IngesterBody): { provider: string; config: Record<string, unknown>; secrets: string[] | null } {
+/**
+ * Splits a body's config into stored settings and secrets; every field is checked before
+ * anything is written. `stored` is the current config a PUT replaces ({} on create), whose
+ * header-rule values "[redacted]" stands for; undefined skips that check.
+ */
+function prepare(body: IngesterBody, stored: Record<string, unknown> | undefined): { provider: string; config: Record<string, unknown>; secrets: string[] | null } {
   const errors: FieldError[] = [];
   if (!body.provider && !body.type) errors.push({ field: 'provider', message: 'is required' });
   if (body.provider && body.type && body.provider !== body.type) errors.push({ field: 'type', message: 'must equal provider when both are given' });
   const { signing_secret, signing_secrets, ...config } = body.config ?? {};
   if (signing_secret !== undefined && signing_secrets !== undefined) errors.push({ field: 'config.signing_secrets', message: 'cannot be combined with config.signing_secret' });
   // Settings are stored and shown in clear: a secret-looking extra key belongs in signing_secret(s).
-  for (const k of Object.keys(config)) if (/secret|password|token|private/i.test(k)) errors.push({ field: `config.${k}`, message: 'looks like a secret; use config.signing_secret' });
+  errors.push(...secretLookingKeyErrors(config, 'use config.signing_secret'));
+  errors.push(...ipAllowlistErrors(config.ip_allowlist));
+  if (stored && config.required_headers && !Array.isArray(config.required_headers)) {
+    config.required_headers = keepRedactedRules(config.required_headers, asObject(stored['required_headers']), errors);
+  }
   if (errors.length) throw AppError.validation(errors);
-  if (config.ip_allowlist?.length) requirePlan(tenant.plan, 'pro', 'IP allowlisting');
-  if (config.dedicated_ip) requirePlan(tenant.plan, 'business', 'Dedicated receive IPs');
   // Stored as the map ingest reads: header → expected value, null = must be present.
   if (Array.isArray(config.required_headers)) config.required_headers = Object.fromEntries(config.required_headers.map((h) => [h.toLowerCase(), null]));
   const secrets = signing_secret !== undefined ? [signing_secret] : (signing_secrets ?? null);
   return { provider: (body.provider ?? body.type)!, config, secrets };
+}
+
+/**
+ * A PUT that sends a header rule's value back as "[redacted]" keeps the stored value (names
+ * compared case-insensitively, as ingest does); with no stored value it is refused.
+ */
+function keepRedactedRules(rules: Record<string, string | null>, stored: Record<string, unknown>, errors: FieldError[]): Record<string, string | null> {
+  const storedValue = (name: string): unknown => Object.entries(stored).find(([k]) => k.toLowerCase() === name.toLowerCase())?.[1];
+  return Object.fromEntries(
+    Object.entries(rules).map(([name, value]) => {
+      if (value !== REDACTED) return [name, value];
+      const kept = storedValue(name);
+      if (typeof kept !== 'string') errors.push({ field: `config.required_headers.${name}`, message: 'is the redaction placeholder and there is no stored value to keep' });
+      return [name, typeof kept === 'string' ? kept : value];
+    }),
+  );
+}
+
+/**
+ * Plan gates apply to setting features up or changing them. A stored allowlist is kept (and
+ * enforced by ingest) whatever the plan, so an update that leaves it as stored, or removes
+ * it, needs no plan.
+ */
+function checkPlans(tenant: TenantRef, config: Record<string, unknown>, stored?: Record<string, unknown>): void {
+  const list = config['ip_allowlist'];
+  if (Array.isArray(list) && list.length > 0 && !(stored && sameAllowlist(list, stored['ip_allowlist']))) requirePlan(tenant.plan, 'pro', 'IP allowlisting');
+  if (config['dedicated_ip']) requirePlan(tenant.plan, 'business', 'Dedicated receive IPs');
 }
 
 async function assertCluster(app: AppContext, tenantId: string, clusterId: string | null | undefined): Promise<void> {
@@ -52,7 +103,8 @@ async function assertCluster(app: AppContext, tenantId: string, clusterId: strin
 }
 
 export async function createIngester(app: AppContext, tenant: TenantRef, body: IngesterBody): Promise<Ingester> {
-  const p = prepare(tenant, body);
+  const p = prepare(body, {});
+  checkPlans(tenant, p.config);
   await assertCluster(app, tenant.id, body.cluster_id);
   const row = await app.prisma.$transaction(async (tx) => {
     await lockNames(tx, 'ingester', tenant.id);
@@ -81,12 +133,15 @@ export async function findIngester(app: AppContext, tenantId: string, id: string
 }
 
 export async function updateIngester(app: AppContext, tenant: TenantRef, id: string, body: IngesterBody): Promise<Ingester> {
-  const p = prepare(tenant, body);
+  // Checked before any lookup, as on create; the placeholders against the stored row below.
+  prepare(body, undefined);
   await assertCluster(app, tenant.id, body.cluster_id);
   const row = await app.prisma.$transaction(async (tx) => {
     await lockNames(tx, 'ingester', tenant.id);
     const current = await tx.ingester.findFirst({ where: { id, tenantId: tenant.id, state: { not: 'DELETED' } } });
     if (!current) throw AppError.notFound('ingester');
+    const p = prepare(body, asObject(current.config));
+    checkPlans(tenant, p.config, asObject(current.config));
     if (await tx.ingester.count({ where: { tenantId: tenant.id, name: body.name, state: { not: 'DELETED' }, id: { not: id } } })) throw duplicateName('ingester', body.name);
     return tx.ingester.update({
       where: { id },
