@@ -1,3 +1,5 @@
+import { Client } from 'pg';
+import { parseDatabaseUrl } from '@hookline/db';
 import type { JobData } from '@hookline/queues';
 import { seedTenant, type TestDatabase } from '@hookline/testing';
 import { FlowCache } from '../services/router/src/flow-cache';
@@ -20,6 +22,14 @@ afterAll(() => t.close());
 beforeEach(() => t.producer.queue('deliver').obliterate({ force: true }));
 
 const deliverJobs = (): Promise<Array<JobData['deliver']>> => t.waitingJobs('deliver');
+
+/** A connection of its own on the test schema (to hold a transaction open). */
+async function openClient(): Promise<Client> {
+  const c = new Client({ connectionString: parseDatabaseUrl(db.url).connectionString });
+  await c.connect();
+  await c.query(`SET search_path TO "${db.schema}"`);
+  return c;
+}
 
 /** An ingester with one ACTIVE flow per filter given, each to its own ACTIVE destination. */
 async function ingesterWithFlows(...filters: unknown[]): Promise<{ ingesterId: string; flowIds: string[]; destinationIds: string[] }> {
@@ -81,21 +91,91 @@ describe('routeEvents', () => {
     expect(await deliveriesOf(db.pool, [e])).toEqual([]);
   });
 
-  it('uses only ACTIVE flows to ACTIVE destinations of the same tenant', async () => {
+  it('routes ACTIVE flows to ACTIVE and DISABLED destinations of the same tenant; deliveries to a DISABLED one are held (no job)', async () => {
     const ingesterId = await insertIngester(db.pool, tenantId);
     const active = await insertDestination(db.pool, tenantId);
     const other = await seedTenant(db.pool);
+    const disabled = await insertDestination(db.pool, tenantId, 'DISABLED');
     const flows = {
       active: await insertFlow(db.pool, { tenantId, ingesterId, destinationId: active }),
       disabledFlow: await insertFlow(db.pool, { tenantId, ingesterId, destinationId: active, state: 'DISABLED' }),
       draftFlow: await insertFlow(db.pool, { tenantId, ingesterId, destinationId: active, state: 'DRAFT' }),
-      disabledDest: await insertFlow(db.pool, { tenantId, ingesterId, destinationId: await insertDestination(db.pool, tenantId, 'DISABLED') }),
+      disabledDest: await insertFlow(db.pool, { tenantId, ingesterId, destinationId: disabled }),
       deletedDest: await insertFlow(db.pool, { tenantId, ingesterId, destinationId: await insertDestination(db.pool, tenantId, 'DELETED') }),
       foreignDest: await insertFlow(db.pool, { tenantId, ingesterId, destinationId: await insertDestination(db.pool, other.tenantId) }),
     };
     const e = await insertEvent(db.pool, { tenantId, ingesterId });
-    await routeEvents(deps, { eventIds: [e] });
-    expect((await deliveriesOf(db.pool, [e])).map((r) => r.flow_id)).toEqual([flows.active]);
+    const out = await routeEvents(deps, { eventIds: [e] });
+    const rows = await deliveriesOf(db.pool, [e]);
+    expect(rows.map((r) => r.flow_id).sort()).toEqual([flows.active, flows.disabledDest].sort());
+    expect(rows.every((r) => r.status === 'pending')).toBe(true);
+    expect(out).toMatchObject({ routed: 1, unmatched: 0, held: 1 });
+    expect(await eventState(db.pool, e)).toMatchObject({ status: 'filtered', status_reason: null });
+    // Only the ACTIVE destination's delivery is handed to the deliverer.
+    const held = rows.find((r) => r.flow_id === flows.disabledDest)!.id;
+    expect((await deliverJobs()).flatMap((j) => j.deliveryIds)).toEqual([rows.find((r) => r.flow_id === flows.active)!.id]);
+    expect((await deliverJobs()).flatMap((j) => j.deliveryIds)).not.toContain(held);
+  });
+
+  it('marks an event whose ingester has only DISABLED or DRAFT flows with flow_not_active and creates nothing', async () => {
+    const ingesterId = await insertIngester(db.pool, tenantId);
+    const destinationId = await insertDestination(db.pool, tenantId);
+    await insertFlow(db.pool, { tenantId, ingesterId, destinationId, state: 'DISABLED' });
+    await insertFlow(db.pool, { tenantId, ingesterId, destinationId, state: 'DRAFT' });
+    const e = await insertEvent(db.pool, { tenantId, ingesterId });
+    const out = await routeEvents(deps, { eventIds: [e] });
+    expect(out).toMatchObject({ routed: 1, unmatched: 1, deliveryIds: [] });
+    expect(await eventState(db.pool, e)).toMatchObject({ status: 'filtered', status_reason: 'flow_not_active' });
+    expect(await deliveriesOf(db.pool, [e])).toEqual([]);
+    expect(await deliverJobs()).toEqual([]);
+    // A switched-off flow to a DELETED destination is no route at all.
+    const gone = await insertIngester(db.pool, tenantId);
+    await insertFlow(db.pool, { tenantId, ingesterId: gone, destinationId: await insertDestination(db.pool, tenantId, 'DELETED'), state: 'DISABLED' });
+    const g = await insertEvent(db.pool, { tenantId, ingesterId: gone });
+    await routeEvents(deps, { eventIds: [g] });
+    expect((await eventState(db.pool, g)).status_reason).toBe('no_matching_flow');
+  });
+
+  it('a DISABLED destination deleted while a batch is routed gets no delivery: the route waits for the delete and sees it', async () => {
+    const ingesterId = await insertIngester(db.pool, tenantId);
+    const destinationId = await insertDestination(db.pool, tenantId, 'DISABLED');
+    await insertFlow(db.pool, { tenantId, ingesterId, destinationId });
+    // A cache that still says DISABLED after the delete (its announcement not yet seen).
+    const cached: RouteDeps = { ...deps, flows: new FlowCache(db.pool, 600_000) };
+    const first = await insertEvent(db.pool, { tenantId, ingesterId });
+    expect(await routeEvents(cached, { eventIds: [first] })).toMatchObject({ held: 1 });
+    expect(await deliveriesOf(db.pool, [first])).toHaveLength(1);
+
+    const e = await insertEvent(db.pool, { tenantId, ingesterId });
+    const deleter = await openClient();
+    try {
+      await deleter.query('BEGIN');
+      await deleter.query(`UPDATE destinations SET state = 'DELETED' WHERE id = $1`, [destinationId]);
+      let settled = false;
+      const routing = routeEvents(cached, { eventIds: [e] }).finally(() => (settled = true));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(settled).toBe(false);
+      await deleter.query('COMMIT');
+      expect(await routing).toMatchObject({ routed: 1, deliveryIds: [], held: 0 });
+    } finally {
+      await deleter.end();
+    }
+    expect(await deliveriesOf(db.pool, [e])).toEqual([]);
+    expect(await eventState(db.pool, e)).toMatchObject({ status: 'filtered', status_reason: 'no_matching_flow' });
+  });
+
+  it('a DISABLED destination enabled before its announcement arrived: the new delivery is enqueued at once', async () => {
+    const ingesterId = await insertIngester(db.pool, tenantId);
+    const destinationId = await insertDestination(db.pool, tenantId, 'DISABLED');
+    await insertFlow(db.pool, { tenantId, ingesterId, destinationId });
+    const cached: RouteDeps = { ...deps, flows: new FlowCache(db.pool, 600_000) };
+    await cached.flows.lookup(new Map([[ingesterId, tenantId]]));
+    await db.pool.query(`UPDATE destinations SET state = 'ACTIVE' WHERE id = $1`, [destinationId]);
+    const e = await insertEvent(db.pool, { tenantId, ingesterId });
+    const out = await routeEvents(cached, { eventIds: [e] });
+    expect(out).toMatchObject({ held: 0 });
+    expect(out.deliveryIds).toHaveLength(1);
+    expect((await deliverJobs()).flatMap((j) => j.deliveryIds)).toEqual(out.deliveryIds);
   });
 
   it('creates nothing twice when a job is repeated, even concurrently', async () => {

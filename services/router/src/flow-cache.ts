@@ -7,14 +7,31 @@ export interface ActiveFlow {
   tenantId: string;
   ingesterId: string;
   destinationId: string;
+  /**
+   * False while the destination is DISABLED: the flow still routes (SPEC.md: a disabled
+   * destination stops delivery, it does not drop events), and its deliveries are held,
+   * pending, until the destination is enabled again (then sent) or deleted (then DLQ).
+   */
+  destinationActive: boolean;
   /** True for an empty filter: the event body need not even be parsed. */
   matchAll: boolean;
   filter: CompiledFilter;
 }
 
-interface Entry {
-  tenantId: string;
+/** What the router needs to know about one ingester's flows. */
+export interface IngesterFlows {
+  /** The flows that route: ACTIVE flows to an ACTIVE or DISABLED destination. */
   flows: ActiveFlow[];
+  /**
+   * The tenant of the ingester's switched-off flows (DRAFT or DISABLED, to a destination
+   * that is not DELETED) when it has no flow that routes, else null: an event it routes
+   * nowhere is then marked `flow_not_active` rather than `no_matching_flow`.
+   */
+  switchedOffTenant: string | null;
+}
+
+interface Entry extends IngesterFlows {
+  tenantId: string;
   expiresAt: number;
 }
 
@@ -23,22 +40,36 @@ interface FlowRow {
   tenant_id: string;
   ingester_id: string;
   destination_id: string;
+  /** Only for flows that route (the others' filters are never compiled). */
   filter: unknown;
+  routes: boolean;
+  /** A DRAFT or DISABLED flow. */
+  switched_off: boolean;
+  destination_active: boolean;
 }
 
-// Flows and destinations must both be ACTIVE, and of the same tenant (defence in depth).
-const LOAD_FLOWS = `SELECT f.id, f.tenant_id, f.ingester_id, f.destination_id, f.filter
+// Flows of the same tenant as their destination (defence in depth). A flow routes when it
+// is ACTIVE and its destination ACTIVE or DISABLED (held deliveries); DRAFT and DISABLED
+// flows are read only to tell "switched off" from "no flow" (by the (ingester_id, state)
+// index, as before; one query per cache miss, none per event).
+const LOAD_FLOWS = `SELECT f.id, f.tenant_id, f.ingester_id, f.destination_id,
+    CASE WHEN f.state = 'ACTIVE' THEN f.filter END AS filter,
+    (f.state = 'ACTIVE' AND d.state IN ('ACTIVE', 'DISABLED')) AS routes,
+    (f.state <> 'ACTIVE') AS switched_off,
+    (d.state = 'ACTIVE') AS destination_active
   FROM delivery_flows f JOIN destinations d ON d.id = f.destination_id AND d.tenant_id = f.tenant_id
-  WHERE f.ingester_id = ANY($1::text[]) AND f.state = 'ACTIVE' AND d.state = 'ACTIVE'
+  WHERE f.ingester_id = ANY($1::text[]) AND f.state IN ('ACTIVE', 'DISABLED', 'DRAFT') AND d.state <> 'DELETED'
   ORDER BY f.id`;
+
+const NO_FLOWS: IngesterFlows = { flows: [], switchedOffTenant: null };
 
 // Below this many entries expired ones are left to be replaced when seen again.
 const MIN_PRUNE_SIZE = 1024;
 
 /**
- * Active flows per ingester, with compiled filters, cached for `ttlMs`. A config-change
- * message drops the entries it may affect; a load that raced with one is used once but
- * not kept.
+ * The flows that route, per ingester, with compiled filters, cached for `ttlMs`. A
+ * config-change message drops the entries it may affect; a load that raced with one is
+ * used once but not kept.
  */
 export class FlowCache {
   private readonly entries = new Map<string, Entry>();
@@ -53,26 +84,40 @@ export class FlowCache {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Flows of each ingester (`tenantOf` maps ingester → tenant); misses are read in one query. */
+  /** The flows that route, per ingester (`tenantOf` maps ingester → tenant). */
   async get(tenantOf: Map<string, string>): Promise<Map<string, ActiveFlow[]>> {
     const out = new Map<string, ActiveFlow[]>();
+    for (const [ingesterId, e] of await this.lookup(tenantOf)) out.set(ingesterId, e.flows);
+    return out;
+  }
+
+  /** Flows of each ingester and whether it has only switched-off ones; misses are read in one query. */
+  async lookup(tenantOf: Map<string, string>): Promise<Map<string, IngesterFlows>> {
+    const out = new Map<string, IngesterFlows>();
     const missing: string[] = [];
     const t = this.now();
     for (const ingesterId of tenantOf.keys()) {
       const e = this.entries.get(ingesterId);
-      if (e && e.expiresAt > t) out.set(ingesterId, e.flows);
+      if (e && e.expiresAt > t) out.set(ingesterId, e);
       else missing.push(ingesterId);
     }
     if (missing.length === 0) return out;
 
     const generation = this.generation;
     const { rows } = await this.pool.query<FlowRow>(LOAD_FLOWS, [missing]);
-    const loaded = new Map<string, ActiveFlow[]>(missing.map((id) => [id, []]));
-    for (const r of rows) loaded.get(r.ingester_id)?.push(this.compile(r));
+    const loaded = new Map<string, IngesterFlows>();
+    for (const r of rows) {
+      const e = loaded.get(r.ingester_id) ?? { flows: [], switchedOffTenant: null };
+      loaded.set(r.ingester_id, e);
+      if (r.routes) e.flows.push(this.compile(r));
+      else if (r.switched_off) e.switchedOffTenant ??= r.tenant_id;
+    }
     const keep = generation === this.generation;
-    for (const [ingesterId, flows] of loaded) {
-      out.set(ingesterId, flows);
-      if (keep) this.entries.set(ingesterId, { tenantId: tenantOf.get(ingesterId) ?? '', flows, expiresAt: this.now() + this.ttlMs });
+    for (const ingesterId of missing) {
+      const found = loaded.get(ingesterId);
+      const e: IngesterFlows = !found ? NO_FLOWS : found.flows.length > 0 ? { flows: found.flows, switchedOffTenant: null } : found;
+      out.set(ingesterId, e);
+      if (keep) this.entries.set(ingesterId, { ...e, tenantId: tenantOf.get(ingesterId) ?? '', expiresAt: this.now() + this.ttlMs });
     }
     if (this.entries.size > MIN_PRUNE_SIZE && t >= this.nextPruneAt) this.prune();
     return out;
@@ -111,6 +156,6 @@ export class FlowCache {
     if (!filter.valid) this.onInvalidFilter(r.id, filter.errors);
     const f = r.filter;
     const matchAll = f === null || (typeof f === 'object' && !Array.isArray(f) && Object.keys(f).length === 0);
-    return { id: r.id, tenantId: r.tenant_id, ingesterId: r.ingester_id, destinationId: r.destination_id, matchAll: matchAll && filter.valid, filter };
+    return { id: r.id, tenantId: r.tenant_id, ingesterId: r.ingester_id, destinationId: r.destination_id, destinationActive: r.destination_active, matchAll: matchAll && filter.valid, filter };
   }
 }

@@ -3,9 +3,17 @@
  * any delivery. An event that produced deliveries is `filtered` with no reason.
  */
 export const FILTER_REASONS = {
-  /** The ingester has no ACTIVE flow to an ACTIVE destination. */
+  /**
+   * The ingester has no flow that routes (an ACTIVE flow to an ACTIVE or DISABLED
+   * destination), and no switched-off one either.
+   */
   noMatchingFlow: 'no_matching_flow',
-  /** Active flows exist, but the filter of every one of them rejected the event. */
+  /**
+   * The ingester's flows are all switched off (DRAFT or DISABLED, to a destination that
+   * is not DELETED): the route exists, but is not ACTIVE.
+   */
+  flowNotActive: 'flow_not_active',
+  /** Flows that route exist, but the filter of every one of them rejected the event. */
   filterRejected: 'filter_rejected',
 } as const;
 

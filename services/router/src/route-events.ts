@@ -32,6 +32,11 @@ export interface RouteOutcome {
   unmatched: number;
   /** Deliveries this call created (a repeated job creates none). */
   deliveryIds: string[];
+  /**
+   * Of deliveryIds, those held: their destination is DISABLED, so no deliver job is
+   * enqueued for them; they wait, pending, until it is enabled (or deleted).
+   */
+  held: number;
   /** False when a deliver job could not be enqueued (the deliverer's recovery sweep will send them). */
   enqueued: boolean;
   /** The queue of each deliver job enqueued (`deliver`, `deliver.<pool>`). */
@@ -44,7 +49,19 @@ interface NewDelivery {
   eventId: string;
   flowId: string;
   destinationId: string;
+  /** The destination was DISABLED when the flows were loaded. */
+  held: boolean;
 }
+
+// Both route statements' tail: the events' move to `filtered` (with the reason of those
+// that made no delivery) and the counts, after the deliveries' CTE `created`.
+const MARKED_AND_RESULT = `), marked AS (
+    UPDATE events e SET status = 'filtered', filtered_at = now(), updated_at = now(), status_reason = u.reason
+    FROM unnest($6::text[], $7::text[]) AS u(id, reason)
+    WHERE e.id = u.id AND e.status = 'validated'
+    RETURNING e.id
+  )
+  SELECT (SELECT count(*) FROM marked)::int AS routed, COALESCE((SELECT array_agg(id) FROM created), '{}') AS delivery_ids`;
 
 // One statement, so one round trip and atomic without BEGIN/COMMIT: the deliveries (the
 // (event, flow) key stops a second one when a job repeats) and the events' move from
@@ -55,28 +72,52 @@ export const ROUTE = `WITH created AS (
     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(id, tenant_id, event_id, flow_id, destination_id)
     ON CONFLICT (event_id, flow_id) DO NOTHING
     RETURNING id
-  ), marked AS (
-    UPDATE events e SET status = 'filtered', filtered_at = now(), updated_at = now(), status_reason = u.reason
-    FROM unnest($6::text[], $7::text[]) AS u(id, reason)
-    WHERE e.id = u.id AND e.status = 'validated'
-    RETURNING e.id
-  )
-  SELECT (SELECT count(*) FROM marked)::int AS routed, COALESCE((SELECT array_agg(id) FROM created), '{}') AS delivery_ids`;
+  ${MARKED_AND_RESULT}`;
+
+// ROUTE for a batch with deliveries to DISABLED destinations ($8: those destinations). Their
+// rows are locked FOR SHARE first (in id order) and read as they are now, not as the flow
+// cache saw them: a destination deleted meanwhile gets no delivery (the delete, which
+// exhausts the destination's open deliveries in its transaction, either committed before
+// this lock, or waits for this statement and then sees its deliveries), and one enabled
+// meanwhile is named in active_ids, so that its deliveries are enqueued (the enable's own
+// re-enqueue runs after it committed, so it finds them otherwise). Only batches with held
+// deliveries pay for the lock; ROUTE stays as it is.
+export const ROUTE_HELD = `WITH held AS (
+    SELECT t.id, t.state FROM destinations t WHERE t.id = ANY($8::text[]) ORDER BY t.id FOR SHARE
+  ), created AS (
+    INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, status, next_attempt_at, created_at, updated_at)
+    SELECT u.id, u.tenant_id, u.event_id, u.flow_id, u.destination_id, 'pending', now(), now(), now()
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(id, tenant_id, event_id, flow_id, destination_id)
+    WHERE NOT EXISTS (SELECT 1 FROM held h WHERE h.id = u.destination_id AND h.state NOT IN ('ACTIVE', 'DISABLED'))
+    ON CONFLICT (event_id, flow_id) DO NOTHING
+    RETURNING id
+  ${MARKED_AND_RESULT},
+    COALESCE((SELECT array_agg(id) FROM held WHERE state = 'ACTIVE'), '{}') AS active_ids,
+    COALESCE((SELECT array_agg(id) FROM held WHERE state NOT IN ('ACTIVE', 'DISABLED')), '{}') AS gone_ids`;
+
+// Events whose only deliveries went to a destination deleted while they were routed: as
+// if it had not matched (an event that produced deliveries has no reason).
+const MARK_UNMATCHED = `UPDATE events e SET status_reason = $2, updated_at = now()
+  WHERE e.id = ANY($1::text[]) AND e.status = 'filtered' AND e.status_reason IS NULL
+    AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)`;
 
 /**
  * Routes a batch of events: runs each active flow's filter, inserts one delivery per
  * matching flow and marks the events `filtered`, in one statement, then enqueues
  * the new deliveries as one `deliver` job. Safe to repeat: routed events are skipped and
- * the (event, flow) key stops a second delivery.
+ * the (event, flow) key stops a second delivery. A flow to a DISABLED destination routes
+ * too: its deliveries are created pending and held (no job) until the destination is
+ * enabled (the api's enable, or the deliverer's recovery sweep, enqueues them) or deleted
+ * (they go to the DLQ).
  */
 export async function routeEvents(deps: RouteDeps, input: RouteInput): Promise<RouteOutcome> {
   const ids = [...new Set(input.eventIds)];
   const events = await loadValidatedEvents(deps.pool, ids);
-  const outcome: RouteOutcome = { routed: 0, skipped: ids.length - events.length, unmatched: 0, deliveryIds: [], enqueued: true, queues: [] };
+  const outcome: RouteOutcome = { routed: 0, skipped: ids.length - events.length, unmatched: 0, deliveryIds: [], held: 0, enqueued: true, queues: [] };
   if (events.length === 0) return outcome;
 
-  const flowsByIngester = await deps.flows.get(new Map(events.map((e) => [e.ingester_id, e.tenant_id])));
-  const flowsOf = events.map((e) => (flowsByIngester.get(e.ingester_id) ?? []).filter((f) => f.tenantId === e.tenant_id));
+  const flowsByIngester = await deps.flows.lookup(new Map(events.map((e) => [e.ingester_id, e.tenant_id])));
+  const flowsOf = events.map((e) => (flowsByIngester.get(e.ingester_id)?.flows ?? []).filter((f) => f.tenantId === e.tenant_id));
   // Stored requests only for the events that a filter has to look at.
   const payloads = await loadPayloads(deps.pool, events.filter((_, i) => flowsOf[i]!.some((f) => !f.matchAll)).map((e) => e.id));
   const deliveries: NewDelivery[] = [];
@@ -84,24 +125,37 @@ export async function routeEvents(deps: RouteDeps, input: RouteInput): Promise<R
   for (const [i, event] of events.entries()) {
     const flows = flowsOf[i]!;
     const matched = matchingFlows(event, payloads.get(event.id), flows);
-    for (const f of matched) deliveries.push({ id: newId('dlv'), tenantId: event.tenant_id, eventId: event.id, flowId: f.id, destinationId: f.destinationId });
-    reasons.push(matched.length > 0 ? null : flows.length > 0 ? FILTER_REASONS.filterRejected : FILTER_REASONS.noMatchingFlow);
+    for (const f of matched) deliveries.push({ id: newId('dlv'), tenantId: event.tenant_id, eventId: event.id, flowId: f.id, destinationId: f.destinationId, held: !f.destinationActive });
+    reasons.push(matched.length > 0 ? null : flows.length > 0 ? FILTER_REASONS.filterRejected : reasonWithoutFlows(event, flowsByIngester.get(event.ingester_id)?.switchedOffTenant));
   }
   outcome.unmatched = reasons.filter((r) => r !== null).length;
 
-  const cols = (k: keyof NewDelivery): string[] => deliveries.map((d) => d[k]);
-  const { rows } = await deps.pool.query<{ routed: number; delivery_ids: string[] }>(hotStatement('router_route', ROUTE, [
-    cols('id'), cols('tenantId'), cols('eventId'), cols('flowId'), cols('destinationId'),
-    events.map((e) => e.id), reasons,
-  ]));
+  const heldDestinations = [...new Set(deliveries.filter((d) => d.held).map((d) => d.destinationId))];
+  const cols = (k: 'id' | 'tenantId' | 'eventId' | 'flowId' | 'destinationId'): string[] => deliveries.map((d) => d[k]);
+  const params = [cols('id'), cols('tenantId'), cols('eventId'), cols('flowId'), cols('destinationId'), events.map((e) => e.id), reasons];
+  const { rows } = await deps.pool.query<{ routed: number; delivery_ids: string[]; active_ids?: string[]; gone_ids?: string[] }>(
+    heldDestinations.length === 0 ? hotStatement('router_route', ROUTE, params) : hotStatement('router_route_held', ROUTE_HELD, [...params, heldDestinations]),
+  );
   outcome.routed = rows[0]!.routed;
   outcome.deliveryIds = rows[0]!.delivery_ids;
   const created = new Set(outcome.deliveryIds);
+  const nowActive = new Set(rows[0]!.active_ids ?? []);
+  const gone = new Set(rows[0]!.gone_ids ?? []);
+  if (gone.size > 0) {
+    const lost = [...new Set(deliveries.filter((d) => gone.has(d.destinationId)).map((d) => d.eventId))];
+    await deps.pool.query(MARK_UNMATCHED, [lost, FILTER_REASONS.noMatchingFlow]);
+  }
 
-  // One deliver job per pool: a dedicated tenant's deliveries go to its pool's queue.
+  // One deliver job per pool: a dedicated tenant's deliveries go to its pool's queue. Held
+  // deliveries get none (a job would find nothing to claim), unless their destination
+  // turned out to be ACTIVE again.
   const byPool = new Map<string | null, string[]>();
   for (const d of deliveries) {
     if (!created.has(d.id)) continue;
+    if (d.held && !nowActive.has(d.destinationId)) {
+      outcome.held++;
+      continue;
+    }
     const pool = deps.pools?.get(d.tenantId) ?? null;
     const ids = byPool.get(pool);
     if (ids) ids.push(d.id);
@@ -120,6 +174,11 @@ export async function routeEvents(deps: RouteDeps, input: RouteInput): Promise<R
     }
   }
   return outcome;
+}
+
+/** Why an event whose ingester has no flow that routes was routed nowhere. */
+function reasonWithoutFlows(event: RoutableEvent, switchedOffTenant: string | null | undefined): FilterReason {
+  return switchedOffTenant === event.tenant_id ? FILTER_REASONS.flowNotActive : FILTER_REASONS.noMatchingFlow;
 }
 
 /** The flows whose filter accepts the event; the body is parsed only if a filter needs it. */

@@ -27,6 +27,7 @@ export function routeJobHandler(deps: RouteDeps & { tracer?: Tracer }) {
         skipped: out.skipped,
         unmatched: out.unmatched,
         deliveries: out.deliveryIds.length,
+        held: out.held,
         deliver_queues: out.queues,
         duration_ms: Date.now() - started,
       });

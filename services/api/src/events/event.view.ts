@@ -48,7 +48,14 @@ export const eventView: JsonSchema = {
     ingester_id: { type: 'string' },
     type: { type: ['string', 'null'] },
     status: { type: 'string', enum: [...EVENT_STATUSES] },
-    status_reason: { type: ['string', 'null'] },
+    status_reason: {
+      type: ['string', 'null'],
+      description:
+        'Why an event is where it is. Routed to no delivery (status filtered): no_matching_flow (no ACTIVE flow of its ingester leads to an ACTIVE or DISABLED destination), ' +
+        'flow_not_active (its ingester\'s flows are all DRAFT or DISABLED: the route is switched off), filter_rejected (every flow\'s filter rejected it). ' +
+        'A flow to a DISABLED destination still routes: its deliveries are created pending and held until the destination is enabled. ' +
+        'Also: replayed (delivered after a replay), payload_purged (the retained payload was removed).',
+    },
     correlation_id: { type: 'string' },
     source_ip: { type: ['string', 'null'] },
     received_at: { type: 'string', format: 'date-time' },

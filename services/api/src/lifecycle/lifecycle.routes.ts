@@ -18,11 +18,36 @@ interface LifecycleGroup {
   publishAlias?: boolean;
 }
 
+/** What each transition does to deliveries, by kind (OpenAPI descriptions). */
+const DELIVERY_EFFECTS: Partial<Record<LifecycleKind, Partial<Record<Transition, string>>>> = {
+  destination: {
+    disable:
+      'Delivery stops: its pending, failed and replaying deliveries are held (not sent, no attempt used), and ACTIVE flows to it keep creating deliveries for new events, held the same way.',
+    enable: 'Delivery resumes: its held deliveries that are due are handed to the deliverer at once; the rest follow their schedule.',
+    delete:
+      "DRAFT or DISABLED → DELETED; disable an ACTIVE destination first. In the same transaction its open deliveries (pending, failed, replaying, including one being sent right now) become exhausted with last_error 'destination_deleted: …', and their events' status is updated (dlq_queued). " +
+      'They sit in the DLQ and are purged after the DLQ retention like any exhausted delivery; replaying or retrying them answers 409 destination_not_active. ' +
+      'An attempt that was in flight during the delete is still recorded in the attempt history, but does not change the delivery.',
+  },
+  flow: {
+    disable: 'The route is switched off: new events are not routed through it (status_reason flow_not_active when no flow of the ingester is ACTIVE), and its open deliveries are held.',
+    enable: 'Delivery resumes: its held deliveries that are due are handed to the deliverer at once.',
+    delete:
+      "DRAFT or DISABLED → DELETED; disable an ACTIVE flow first. In the same transaction its open deliveries (pending, failed, replaying, including one being sent right now) become exhausted with last_error 'flow_deleted: …', and their events' status is updated (dlq_queued). " +
+      'They sit in the DLQ and are purged after the DLQ retention like any exhausted delivery; replaying or retrying them answers 409 flow_not_active.',
+  },
+};
+
 const ACTIONS: { t: Transition; verb: string; summary: string }[] = [
   { t: 'apply', verb: 'apply', summary: 'Apply a DRAFT (→ ACTIVE); delivery starts' },
   { t: 'disable', verb: 'disable', summary: 'Stop an ACTIVE object (→ DISABLED); delivery stops' },
   { t: 'enable', verb: 'enable', summary: 'Re-enable a DISABLED object (→ ACTIVE)' },
 ];
+
+const describe = (kind: LifecycleKind, t: Transition): { description?: string } => {
+  const d = DELIVERY_EFFECTS[kind]?.[t];
+  return d ? { description: d } : {};
+};
 
 /** apply / disable / enable (POST …/{id}/<action>) and DELETE (→ DELETED) for one group. */
 export function lifecycleRoutes(g: LifecycleGroup): AuthedRoute[] {
@@ -39,7 +64,7 @@ export function lifecycleRoutes(g: LifecycleGroup): AuthedRoute[] {
         method: 'post',
         path: `${g.itemPath}/${verb}`,
         operationId: `${g.operationPrefix}.${verb}`,
-        doc: { summary, tag: g.tag, status: 200, response: g.view, errors: [404, 409] },
+        doc: { summary, ...describe(g.kind, t), tag: g.tag, status: 200, response: g.view, errors: [404, 409] },
         handler: run(t),
       }),
     ),
@@ -50,6 +75,7 @@ export function lifecycleRoutes(g: LifecycleGroup): AuthedRoute[] {
       operationId: `${g.operationPrefix}.delete`,
       doc: {
         summary: 'Delete (DRAFT or DISABLED → DELETED; disable an ACTIVE object first)',
+        ...describe(g.kind, 'delete'),
         tag: g.tag,
         status: 200,
         response: { type: 'object', required: ['id', 'state'], properties: { id: { type: 'string' }, state: { const: 'DELETED' } } },

@@ -1,8 +1,9 @@
 import { AppError } from '@hookline/errors';
-import type { Pool } from '@hookline/db';
+import { withTransaction, type Pool } from '@hookline/db';
 import { resetDestinationHealthState } from '@hookline/queues';
 import type { AppContext } from '../context';
 import { announce } from '../lib/config-writes';
+import { closeOpenDeliveries, requeueHeld } from './open-deliveries';
 
 export type LifecycleState = 'DRAFT' | 'ACTIVE' | 'DISABLED' | 'DELETED';
 export type Transition = 'apply' | 'disable' | 'enable' | 'delete';
@@ -10,7 +11,9 @@ export type Transition = 'apply' | 'disable' | 'enable' | 'delete';
 /**
  * The configuration state machine (SPEC.md): DRAFT --apply--> ACTIVE --disable-->
  * DISABLED --enable--> ACTIVE; DRAFT or DISABLED --delete--> DELETED (an ACTIVE object
- * is disabled first, so deleting never stops traffic by surprise). Only ACTIVE delivers.
+ * is disabled first, so deleting never stops traffic by surprise). Only ACTIVE delivers;
+ * a DISABLED destination's deliveries are held (and an ACTIVE flow to it still creates
+ * them) until it is enabled (sent) or deleted (DLQ): see open-deliveries.ts.
  */
 export const TRANSITIONS: Record<Transition, { from: readonly LifecycleState[]; to: LifecycleState }> = {
   apply: { from: ['DRAFT'], to: 'ACTIVE' },
@@ -84,10 +87,40 @@ export async function changeState(app: AppContext, kind: LifecycleKind, tenantId
     }
     return;
   }
+  if (t === 'delete' && kind !== 'ingester') {
+    const closed = await deleteWithDeliveries(app, kind, tenantId, id);
+    if (closed > 0) app.logger.info('closed the open deliveries of a deleted object (now in the DLQ)', { [`${kind}_id`]: id, tenant_id: tenantId, deliveries: closed });
+    await announce(app, { kind, id, tenantId });
+    return;
+  }
   await transition(app.pool, kind, tenantId, id, t);
   if (kind === 'destination' && t === 'enable') {
     // A re-enabled destination starts with a closed circuit breaker.
     await resetDestinationHealthState(app.redis, app.config.QUEUE_PREFIX, id).catch(() => undefined);
   }
   await announce(app, { kind, id, tenantId });
+  // Delivery resumes: the held deliveries go out now (after the announcement, so that
+  // routers have stopped holding new ones), not at the next recovery sweep.
+  if (t === 'enable' && kind !== 'ingester') await requeueHeld(app, kind, tenantId, id);
+}
+
+/** Attempts at a delete that PostgreSQL chose as a deadlock victim (an outcome being recorded for the same deliveries). */
+const DEADLOCK_TRIES = 3;
+
+/**
+ * Deletes a destination or flow and, in the same transaction, moves its open deliveries
+ * to the DLQ (`exhausted`, last_error naming the delete) with their events' status rolled
+ * up: nothing is left pending for ever. Returns how many deliveries were closed.
+ */
+async function deleteWithDeliveries(app: AppContext, kind: 'destination' | 'flow', tenantId: string, id: string): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await withTransaction(app.pool, async (client) => {
+        await transition(client, kind, tenantId, id, 'delete');
+        return closeOpenDeliveries(client, kind, tenantId, id);
+      });
+    } catch (err) {
+      if ((err as { code?: string }).code !== '40P01' || attempt >= DEADLOCK_TRIES) throw err;
+    }
+  }
 }

@@ -18,6 +18,13 @@ const retryView = {
 };
 const bulkView = { type: 'object', required: ['replayed', 'delivery_ids'], properties: { replayed: { type: 'integer' }, delivery_ids: { type: 'array', items: { type: 'string' } } } };
 
+const RETRY_DESCRIPTION =
+  'Each failed or exhausted delivery of the event that can still be delivered becomes pending, due now (one more attempt; one being sent right now is left to its attempt). ' +
+  'Its destination must be ACTIVE, or DISABLED: the delivery is then held, pending, and sent once the destination is enabled again (or moved to the DLQ if it is deleted). ' +
+  "Deliveries whose destination is DELETED, or whose delivery flow is not ACTIVE (DISABLED or DELETED), are not retried: they stay as they are (a destination's or flow's delete moves its open deliveries to the DLQ, where they are purged after the DLQ retention). " +
+  'When the event has failed or exhausted deliveries but none can be retried: 409 with reason_code destination_not_active or flow_not_active (as replay answers), or payload_not_retained when the payload is gone. ' +
+  'An event with no failed or exhausted delivery (free to retry): 409 without a reason_code.';
+
 const retryBody = { type: 'object', required: ['event_id'], properties: { event_id: { type: 'string', minLength: 1 } }, additionalProperties: false };
 const replayBody = {
   type: 'object',
@@ -79,7 +86,7 @@ export const replayRoutes: AuthedRoute[] = [
     method: 'post',
     path: '/v1/tenants/:tid/events/:eid/retry',
     operationId: 'events.retry',
-    doc: { summary: "Retry the event's failed and exhausted deliveries now", tag: TAG, status: 202, response: retryView, errors: [404, 409] },
+    doc: { summary: "Retry the event's failed and exhausted deliveries now", description: RETRY_DESCRIPTION, tag: TAG, status: 202, response: retryView, errors: [404, 409] },
     handler: (ctx) => retryReply(ctx, ctx.params['eid']!),
   },
   {
@@ -90,7 +97,9 @@ export const replayRoutes: AuthedRoute[] = [
     operationId: 'deliveries.replay',
     doc: {
       summary: 'Replay a delivery (gated on the retained payload)',
-      description: 'Exhausted or delivered deliveries only; 409 with reason_code payload_not_retained when the payload is gone, destination_not_active when the destination is not ACTIVE.',
+      description:
+        'Exhausted or delivered deliveries only; 409 with reason_code payload_not_retained when the payload is gone, destination_not_active when the destination is not ACTIVE, flow_not_active when the delivery flow is not ACTIVE. ' +
+        'A delivery closed because its destination or flow was deleted stays in the DLQ (destination_not_active / flow_not_active) until it is purged.',
       tag: TAG,
       status: 202,
       response: deliveryView,
@@ -105,7 +114,7 @@ export const replayRoutes: AuthedRoute[] = [
     path: '/v1/retry',
     operationId: 'flat.retry',
     body: retryBody,
-    doc: { summary: "Retry an event's failed and exhausted deliveries", tag: TAG, status: 202, response: retryView, errors: [404, 409] },
+    doc: { summary: "Retry an event's failed and exhausted deliveries", description: RETRY_DESCRIPTION, tag: TAG, status: 202, response: retryView, errors: [404, 409] },
     handler: (ctx) => retryReply(ctx, (ctx.body as { event_id: string }).event_id),
   },
   {
@@ -117,7 +126,7 @@ export const replayRoutes: AuthedRoute[] = [
     body: replayBody,
     doc: {
       summary: 'Replay one delivery, a list, or the DLQ by filter (gated on the retained payload)',
-      description: 'With delivery_id the answer is the delivery (or a 409 naming why it cannot be replayed); otherwise {replayed, delivery_ids}: deliveries without a retained payload or with an inactive destination are skipped.',
+      description: 'With delivery_id the answer is the delivery (or a 409 naming why it cannot be replayed); otherwise {replayed, delivery_ids}: deliveries without a retained payload or with an inactive destination or delivery flow are skipped.',
       tag: TAG,
       status: 202,
       response: { anyOf: [deliveryView, bulkView] },

@@ -1,5 +1,5 @@
 import type { Pool } from '@hookline/db';
-import { freeSql, shownStatusSql } from '@hookline/delivery';
+import { flowActiveSql, freeSql, shownStatusSql } from '@hookline/delivery';
 import { AppError } from '@hookline/errors';
 import type { AppContext } from '../context';
 import { enqueueDeliveries, poolOf, type RequeueDeps } from './requeue';
@@ -15,19 +15,68 @@ export interface ReplayDeps extends RequeueDeps {
 
 export const replayDepsOf = (app: AppContext): ReplayDeps => ({ pool: app.pool, producer: app.producer, logger: app.logger, pools: app.config.pools });
 
-/** Retry: the event's failed/exhausted deliveries become due now (one more attempt each); one in flight (held) is left to its attempt. */
+// Retry: the event's failed and exhausted deliveries that can still be delivered become
+// pending, due now (one more attempt each); one in flight (leased) is left to its attempt.
+// Their destination must be ACTIVE or DISABLED (then the delivery is held, pending, until
+// the destination is enabled: it is not enqueued now) and their flow ACTIVE, and the
+// event's payload retained. Deliveries of a DELETED (or DRAFT) destination, or of a flow
+// that is not ACTIVE (DISABLED: the route is switched off; DELETED), are left as they are.
+// The destinations are locked FOR SHARE first and read as they are now: a delete of one
+// either committed before (its deliveries are then skipped) or waits for this statement
+// (and then closes the deliveries it made pending).
+const RETRY_SQL = `
+WITH dst AS (
+  SELECT t.id, t.state FROM destinations t
+   WHERE t.id IN (SELECT c.destination_id FROM deliveries c WHERE c.tenant_id = $1 AND c.event_id = $2 AND c.status IN ('failed', 'exhausted'))
+   ORDER BY t.id FOR SHARE
+)
+UPDATE deliveries d
+   SET status = 'pending', next_attempt_at = now(), lease_until = NULL, lease_owner = NULL, updated_at = now()
+  FROM dst
+ WHERE d.tenant_id = $1 AND d.event_id = $2 AND d.status IN ('failed', 'exhausted') AND ${freeSql('d')}
+   AND dst.id = d.destination_id AND dst.state IN ('ACTIVE', 'DISABLED')
+   AND ${flowActiveSql('d')}
+   AND EXISTS (SELECT 1 FROM event_payloads p WHERE p.event_id = d.event_id)
+RETURNING d.id, dst.state = 'DISABLED' AS held`;
+
+/** Retry (see RETRY_SQL): the ids made pending; held ones (DISABLED destination) are not enqueued. */
 export async function retryEvent(app: ReplayDeps, tenantId: string, eventId: string): Promise<string[]> {
   const { rows: evt } = await app.pool.query('SELECT 1 FROM events WHERE id = $1 AND tenant_id = $2', [eventId, tenantId]);
   if (!evt.length) throw AppError.notFound('event');
-  const { rows } = await app.pool.query<{ id: string }>(
-    `UPDATE deliveries SET status = 'pending', next_attempt_at = now(), lease_until = NULL, lease_owner = NULL, updated_at = now()
-      WHERE tenant_id = $1 AND event_id = $2 AND status IN ('failed', 'exhausted') AND ${freeSql('deliveries')} RETURNING id`,
+  const { rows } = await app.pool.query<{ id: string; held: boolean }>(RETRY_SQL, [tenantId, eventId]);
+  if (!rows.length) throw await explainNoRetry(app, tenantId, eventId);
+  await enqueueDeliveries(app, rows.filter((r) => !r.held).map((r) => r.id), poolOf(app.pools, tenantId));
+  return rows.map((r) => r.id);
+}
+
+/** Why an event has nothing to retry, as the 409 replay would give for the same cause. */
+async function explainNoRetry(app: ReplayDeps, tenantId: string, eventId: string): Promise<AppError> {
+  const { rows } = await app.pool.query<{ retained: boolean; dst_state: string; flow_state: string | null }>(
+    `SELECT EXISTS (SELECT 1 FROM event_payloads p WHERE p.event_id = d.event_id) AS retained, t.state AS dst_state, f.state AS flow_state
+       FROM deliveries d JOIN destinations t ON t.id = d.destination_id LEFT JOIN delivery_flows f ON f.id = d.flow_id
+      WHERE d.tenant_id = $1 AND d.event_id = $2 AND d.status IN ('failed', 'exhausted') AND ${freeSql('d')}`,
     [tenantId, eventId],
   );
-  if (!rows.length) throw new AppError('conflict', 'The event has no failed or exhausted deliveries to retry.');
-  const ids = rows.map((r) => r.id);
-  await enqueueDeliveries(app, ids, poolOf(app.pools, tenantId));
-  return ids;
+  if (!rows.length) return new AppError('conflict', 'The event has no failed or exhausted deliveries to retry.');
+  if (!rows[0]!.retained) return payloadNotRetained('retried');
+  const dst = rows.find((r) => r.dst_state !== 'ACTIVE' && r.dst_state !== 'DISABLED');
+  if (dst) return notActive('destination', dst.dst_state, 'retrying');
+  return notActive('flow', rows.find((r) => r.flow_state !== null && r.flow_state !== 'ACTIVE')?.flow_state ?? 'not ACTIVE', 'retrying');
+}
+
+/** 409 payload_not_retained: replay and retry refuse a delivery whose payload was purged. */
+function payloadNotRetained(verb: 'replayed' | 'retried'): AppError {
+  return new AppError('conflict', `The payload of this event is no longer retained, so the delivery cannot be ${verb}.`, { reason_code: 'payload_not_retained' });
+}
+
+/**
+ * 409 `destination_not_active` / `flow_not_active`: the delivery's destination or flow is
+ * not in a state that delivers (replay: ACTIVE only; retry: a DISABLED destination holds
+ * the delivery instead). One shape for replay and retry.
+ */
+function notActive(kind: 'destination' | 'flow', state: string, action: 'replaying' | 'retrying'): AppError {
+  const fix = state === 'DELETED' ? 'it cannot be recovered, so the delivery stays in the DLQ until it is purged' : `enable it before ${action}`;
+  return new AppError('conflict', `The ${kind === 'flow' ? 'delivery flow' : 'destination'} is ${state}; ${fix}.`, { reason_code: `${kind}_not_active` });
 }
 
 export interface ReplayFilter {
@@ -41,8 +90,10 @@ export interface ReplayFilter {
 
 /**
  * Replay: deliveries (exhausted by default) whose payload is still retained and whose
- * destination is ACTIVE go back to `replaying` with a fresh round of attempts; their
- * events become `replayed`. One statement, so a replay is all-or-nothing per call.
+ * destination and flow are ACTIVE go back to `replaying` with a fresh round of attempts;
+ * their events become `replayed`. One statement, so a replay is all-or-nothing per call.
+ * (A delivery of a DISABLED or DELETED flow would never be claimed: it would stay
+ * `replaying` for ever.)
  */
 export async function replayMatching(app: ReplayDeps, tenantId: string, f: ReplayFilter): Promise<{ id: string; eventId: string }[]> {
   const client = await app.pool.connect();
@@ -62,6 +113,7 @@ export async function replayMatching(app: ReplayDeps, tenantId: string, f: Repla
              AND ($6::timestamptz IS NULL OR c.created_at < $6)
              AND EXISTS (SELECT 1 FROM event_payloads p WHERE p.event_id = c.event_id)
              AND EXISTS (SELECT 1 FROM destinations t WHERE t.id = c.destination_id AND t.state = 'ACTIVE')
+             AND ${flowActiveSql('c')}
            ORDER BY c.id LIMIT $7 FOR UPDATE SKIP LOCKED)
         RETURNING d.id, d.event_id`,
       [tenantId, f.deliveryIds ?? null, f.status ? [f.status] : f.deliveryIds ? REPLAYABLE : ['exhausted'], f.destinationId ?? null, f.since ?? null, f.until ?? null, f.limit],
@@ -83,15 +135,17 @@ export async function replayMatching(app: ReplayDeps, tenantId: string, f: Repla
 
 /** Why one delivery cannot be replayed, as the precise problem (404, or 409 with a reason). */
 async function explainRefusal(app: ReplayDeps, tenantId: string, id: string): Promise<AppError> {
-  const { rows } = await app.pool.query<{ status: string; retained: boolean; dst_state: string }>(
-    `SELECT ${shownStatusSql('d')} AS status, EXISTS (SELECT 1 FROM event_payloads p WHERE p.event_id = d.event_id) AS retained, t.state AS dst_state
-       FROM deliveries d JOIN destinations t ON t.id = d.destination_id WHERE d.id = $1 AND d.tenant_id = $2`,
+  const { rows } = await app.pool.query<{ status: string; retained: boolean; dst_state: string; flow_state: string | null }>(
+    `SELECT ${shownStatusSql('d')} AS status, EXISTS (SELECT 1 FROM event_payloads p WHERE p.event_id = d.event_id) AS retained, t.state AS dst_state, f.state AS flow_state
+       FROM deliveries d JOIN destinations t ON t.id = d.destination_id LEFT JOIN delivery_flows f ON f.id = d.flow_id
+      WHERE d.id = $1 AND d.tenant_id = $2`,
     [id, tenantId],
   );
   const r = rows[0];
   if (!r) return AppError.notFound('delivery');
-  if (!r.retained) return new AppError('conflict', 'The payload of this event is no longer retained, so the delivery cannot be replayed.', { reason_code: 'payload_not_retained' });
-  if (r.dst_state !== 'ACTIVE') return new AppError('conflict', `The destination is ${r.dst_state}; enable it before replaying.`, { reason_code: 'destination_not_active' });
+  if (!r.retained) return payloadNotRetained('replayed');
+  if (r.dst_state !== 'ACTIVE') return notActive('destination', r.dst_state, 'replaying');
+  if (r.flow_state !== null && r.flow_state !== 'ACTIVE') return notActive('flow', r.flow_state, 'replaying');
   return new AppError('conflict', `The delivery is ${r.status}; only exhausted or delivered deliveries can be replayed.`, { reason_code: 'not_replayable', current_status: r.status });
 }
 
