@@ -67,7 +67,17 @@ export const destinationRoutes: AuthedRoute[] = [
     operationId: 'destinations.update',
     scope: 'write:destinations',
     body: patchDestinationBody,
-    doc: { summary: 'Update a destination (partial; config keys merged; secret rotation)', tag: TAG, response: destinationView, errors: [404, 409, 422] },
+    doc: {
+      summary: 'Update a destination (partial; config keys merged; secret rotation)',
+      description:
+        'config keys are merged; config.headers, when sent, replaces the stored headers. Credential values are write-only: a credential header sent back as "[redacted]" keeps its stored value, and so does the masked URL (https://user:****@host/…) for the URL password. ' +
+        'Stored credentials are never carried to another origin: when url changes scheme, host or port, every stored credential header (names with authorization, cookie, auth, token, key, secret, password, signature, session or credential) must be sent again in clear in config.headers or left out of it (which removes it), and the URL password sent in clear or dropped. ' +
+        'A "[redacted]" placeholder, a stored credential header kept by not sending config.headers, or a masked URL across an origin change is a 400 validation-error naming each field (config.headers.<Name>, url), and nothing is written. ' +
+        'A PATCH that leaves url out or changes only its path or query keeps them. The signing secret is not affected: it signs deliveries and is never sent.',
+      tag: TAG,
+      response: destinationView,
+      errors: [404, 409, 422],
+    },
     handler: async (ctx) => {
       const { row, secret } = await patchDestination(ctx.app, ctx.tenantId, ctx.params['id']!, ctx.body as DestinationBody);
       return ok(destinationToView(row, secret));

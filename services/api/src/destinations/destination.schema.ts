@@ -97,7 +97,7 @@ export const destinationView: JsonSchema = {
     config: {
       type: 'object',
       description:
-        'Delivery settings. Credential-bearing header values (authorization, cookie, names with auth, token, key, secret, password, signature, session or credential) are write-only and shown as "[redacted]"; a PATCH that sends "[redacted]" back keeps the stored value. A secret-looking key stored before such keys were refused is shown as "[redacted]".',
+        'Delivery settings. Credential-bearing header values (authorization, cookie, names with auth, token, key, secret, password, signature, session or credential) are write-only and shown as "[redacted]"; a PATCH that sends "[redacted]" back keeps the stored value, unless it moves url to another origin (scheme, host or port): then each must be sent again in clear or removed. A secret-looking key stored before such keys were refused is shown as "[redacted]".',
     },
     signing_secrets_count: { type: 'integer' },
     signing_secret: { type: 'string', description: 'Only in the create (or rotate) response' },

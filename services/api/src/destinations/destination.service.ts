@@ -10,12 +10,19 @@ import type { DestinationBody, DestinationConfigInput } from './destination.sche
 import { hasMaskedCredentials, maskUrlCredentials, restoreUrlCredentials, URL_SECRET_MASK } from './url-credentials';
 
 // Header values that carry credentials are write-only, like the signing secret: views show
-// the placeholder, and a PATCH that sends the placeholder back keeps the stored value.
+// the placeholder, and a PATCH that sends the placeholder back keeps the stored value, unless
+// it moves the URL to another origin (then each must be sent again or removed, as the URL
+// password must: a write cannot send stored credentials to a server of its choosing).
 const SENSITIVE_HEADER = /^(authorization|proxy-authorization|cookie)$|auth|token|secret|key|passw|signature|session|credential/i;
 export { REDACTED };
 
+/** A header whose value is a credential: write-only, and never carried to another URL origin unseen. */
+export function isCredentialHeader(name: string): boolean {
+  return SENSITIVE_HEADER.test(name);
+}
+
 function shownHeaders(headers: unknown): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(asObject(headers)).map(([name, value]) => [name, SENSITIVE_HEADER.test(name) ? REDACTED : value]));
+  return Object.fromEntries(Object.entries(asObject(headers)).map(([name, value]) => [name, isCredentialHeader(name) ? REDACTED : value]));
 }
 
 export function destinationToView(row: Destination, shownSecret?: string): Record<string, unknown> {
@@ -42,6 +49,8 @@ export function destinationToView(row: Destination, shownSecret?: string): Recor
   };
 }
 
+const NOTHING_STORED = 'is the redaction placeholder and there is no stored value to keep';
+
 // Hop-by-hop headers and the ones the deliverer owns (signatures, idempotency key).
 const RESERVED_HEADER = /^(host|content-length|content-type|connection|keep-alive|transfer-encoding|te|trailer|upgrade|expect|proxy-.*|traceparent|tracestate|webhook-.*|x-service-.*|x-hookline-.*)$/i;
 
@@ -51,18 +60,48 @@ function checkHeaders(config: DestinationConfigInput | undefined, errors: FieldE
   if (!headers || typeof headers !== 'object') return;
   for (const [name, value] of Object.entries(headers)) {
     if (RESERVED_HEADER.test(name)) errors.push({ field: `config.headers.${name}`, message: 'is set by Hookline and cannot be configured' });
-    else if (stored && value === REDACTED && typeof stored[name] !== 'string') errors.push({ field: `config.headers.${name}`, message: 'is the redaction placeholder and there is no stored value to keep' });
+    else if (stored && value === REDACTED && typeof stored[name] !== 'string') errors.push({ field: `config.headers.${name}`, message: NOTHING_STORED });
   }
 }
 
-/** A PATCH's headers with each placeholder replaced by the stored value it stands for. */
-function keepRedactedHeaders(config: DestinationConfigInput, stored: Record<string, unknown>): DestinationConfigInput {
-  const headers = config['headers'];
-  if (!headers || typeof headers !== 'object') return config;
-  const errors: FieldError[] = [];
-  checkHeaders(config, errors, stored);
-  if (errors.length) throw AppError.validation(errors);
-  return { ...config, headers: Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, value === REDACTED ? stored[name] : value])) };
+// A stored header value is not carried to another origin by placeholder or by omission.
+const MOVED_CREDENTIAL = 'is a stored credential header and the url moves to another origin (scheme, host or port): send config.headers with its value again in clear, or without it to remove it';
+const MOVED_PLACEHOLDER = 'is the redaction placeholder and the url moves to another origin (scheme, host or port): send the value again in clear, or leave the header out to remove it';
+
+/** True when the two URLs differ in scheme, host or port (path, query and userinfo aside). */
+function originChanged(incoming: string, stored: string): boolean {
+  try {
+    return new URL(incoming).origin !== new URL(stored).origin;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * The headers a PATCH stores, each placeholder replaced by the stored value it stands for;
+ * undefined when the PATCH leaves the stored headers as they are. When the URL moves to
+ * another origin (scheme, host, port), nothing write-only is carried there unseen, as for the
+ * URL password: a placeholder is refused, and so is every stored credential header the PATCH
+ * would keep by not sending config.headers; each must be sent again in clear or left out of
+ * the headers sent (which removes it).
+ */
+function headersToStore(config: DestinationConfigInput | undefined, stored: Record<string, unknown>, movedOrigin: boolean, errors: FieldError[]): Record<string, unknown> | undefined {
+  const headers = config?.['headers'];
+  if (!headers || typeof headers !== 'object') {
+    if (movedOrigin) {
+      for (const name of Object.keys(stored)) {
+        if (isCredentialHeader(name)) errors.push({ field: `config.headers.${name}`, message: MOVED_CREDENTIAL });
+      }
+    }
+    return undefined;
+  }
+  const entries = Object.entries(headers as Record<string, unknown>);
+  for (const [name, value] of entries) {
+    if (value !== REDACTED) continue;
+    if (typeof stored[name] !== 'string') errors.push({ field: `config.headers.${name}`, message: NOTHING_STORED });
+    else if (movedOrigin) errors.push({ field: `config.headers.${name}`, message: MOVED_PLACEHOLDER });
+  }
+  return Object.fromEntries(entries.map(([name, value]) => [name, value === REDACTED ? stored[name] : value]));
 }
 
 function checkUrl(url: string | undefined, errors: FieldError[]): void {
@@ -89,7 +128,7 @@ function checkConfigKeys(config: DestinationConfigInput | undefined, errors: Fie
  * keep (on create, or another origin or user) it is refused rather than stored as the
  * password "****".
  */
-function urlToStore(url: string, stored: string | null): string {
+function urlToStore(url: string, stored: string | null, errors: FieldError[]): string {
   if (!hasMaskedCredentials(url)) return url;
   const restored = stored === null ? null : restoreUrlCredentials(url, stored);
   if (restored !== null) return restored;
@@ -97,7 +136,8 @@ function urlToStore(url: string, stored: string | null): string {
     stored === null
       ? `carries the credential mask (${URL_SECRET_MASK}); send the real credential`
       : `carries the credential mask (${URL_SECRET_MASK}) but the stored URL has no credential for this origin and user; send the real credential`;
-  throw AppError.validation([{ field: 'url', message }]);
+  errors.push({ field: 'url', message });
+  return url;
 }
 
 /** The stored form of config: the mTLS private key sealed, never kept in clear. */
@@ -119,8 +159,8 @@ export async function createDestination(app: AppContext, tenantId: string, body:
   checkUrl(body.url, errors);
   checkHeaders(body.config, errors, {});
   checkConfigKeys(body.config, errors, false);
+  const url = urlToStore(body.url, null, errors);
   if (errors.length) throw AppError.validation(errors);
-  const url = urlToStore(body.url, null);
   await assertCluster(app, tenantId, body.cluster_id);
   const secret = body.signing_secret ?? newWhsecSecret();
   const row = await app.prisma.$transaction(async (tx) => {
@@ -165,11 +205,17 @@ export async function patchDestination(app: AppContext, tenantId: string, id: st
     const current = await tx.destination.findFirst({ where: { id, tenantId, state: { not: 'DELETED' } } });
     if (!current) throw AppError.notFound('destination');
     if (body.name && (await tx.destination.count({ where: { tenantId, name: body.name, state: { not: 'DELETED' }, id: { not: id } } }))) throw duplicateName('destination', body.name);
-    const config = body.config ? { ...asObject(current.config), ...storeConfig(app, keepRedactedHeaders(body.config, asObject(asObject(current.config)['headers']))) } : undefined;
+    // Checked together, before anything is written: the URL's mask, and the stored headers'
+    // placeholders (none carried to another origin).
+    const invalid: FieldError[] = [];
+    const url = body.url !== undefined ? urlToStore(body.url, current.url, invalid) : undefined;
+    const movedOrigin = body.url !== undefined && originChanged(body.url, current.url);
+    const headers = headersToStore(body.config, asObject(asObject(current.config)['headers']), movedOrigin, invalid);
+    if (invalid.length) throw AppError.validation(invalid);
+    const config = body.config ? { ...asObject(current.config), ...storeConfig(app, headers ? { ...body.config, headers } : body.config) } : undefined;
     if (config && body.config?.mtls === null) delete config['mtls'];
     // null removes a secret-looking key stored before such keys were refused.
     if (config) for (const [k, v] of Object.entries(body.config ?? {})) if (v === null && SECRET_LOOKING_KEY.test(k)) delete config[k];
-    const url = body.url !== undefined ? urlToStore(body.url, current.url) : undefined;
     return tx.destination.update({
       where: { id },
       data: {
