@@ -8,7 +8,7 @@ export { createCoalescer } from './coalescer';
 export { deliveryPolicyEnv, edgeStatusEnv, breakerEnv, breakerOptions, deliveryPolicy, parseSchedule, type BreakerConfig, type DeliveryPolicy, type DeliveryPolicyConfig } from './policy-env';
 export { createSecretCache, openSecrets } from './secret-cache';
 export { sendContextSelect, type SendContextColumns } from './send-context-sql';
-export { CLAIMABLE_STATUSES, CLAIMABLE_SQL, heldSql, freeSql, flowActiveSql, shownStatusSql, shownStatus, newLeaseOwner, RELEASE_SET_SQL } from './lease';
+export { CLAIMABLE_STATUSES, CLAIMABLE_SQL, heldSql, freeSql, flowActiveSql, shownStatusSql, shownStatus, newLeaseOwner, RELEASE_SET_SQL, setDestinationHeldSql } from './lease';
 export { redisScript, type ScriptRunner } from './redis-script';
 export { createBreaker, type Breaker, type BreakerOptions, type BatchOutcome, type BreakerAfter, type GateRequest, type GateAnswer, type GivenBack } from './circuit-breaker';
 export { takeRateTokens } from './rate-limiter';

@@ -54,3 +54,20 @@ export const shownStatusSql = (alias: string): string => `(CASE WHEN ${heldSql(a
 export function shownStatus(status: string, leaseUntil: Date | null, now: Date = new Date()): string {
   return leaseUntil !== null && leaseUntil > now && (CLAIMABLE_STATUSES as readonly string[]).includes(status) ? 'delivering' : status;
 }
+
+/**
+ * SQL ($1: a destination id): sets `deliveries.held` on the destination's deliveries as it
+ * changes state, locking them in id order (as outcomes do). `true`, when it is disabled:
+ * its open (claimable) deliveries, so the recovery sweep's index leaves them out. `false`,
+ * when it is enabled: every one still marked, keeping next_attempt_at (retry schedules).
+ * Run it in the state change's transaction, after the destination's UPDATE (whose row
+ * lock orders it after a route or retry that read the old state). Not `updated_at`: the
+ * flag is internal. (`heldSql` above is another thing: a delivery held by a lease.)
+ */
+export const setDestinationHeldSql = (held: boolean): string => `
+WITH marked AS (
+  SELECT d.id FROM deliveries d
+  WHERE d.destination_id = $1 AND ${held ? `d.status IN (${CLAIMABLE_SQL}) AND NOT d.held` : 'd.held'}
+  ORDER BY d.id FOR UPDATE
+)
+UPDATE deliveries d SET held = ${held} FROM marked WHERE d.id = marked.id`;

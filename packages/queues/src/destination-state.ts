@@ -9,11 +9,15 @@ import type { Redis } from './redis';
  *     failures         consecutive failed attempts
  *     opened_at        ms epoch when the circuit last opened
  *     probe_until      ms epoch until which a half-open probe is in flight
+ *     probe_holder     the delivery holding that probe, when an edge poll took it (only
+ *                      that delivery's give-back frees the slot early)
  *     failing_since    ms epoch of the first failure after the last success
  *     last_error       short text of the last failure (error kind: message)
  *     last_error_at    ms epoch
  *     last_success_at  ms epoch
  *   <prefix>:dst-rate:<destination id>:<epoch second>   counter, the rate-limit window
+ *   <prefix>:dst-rate-spent:<destination id>:<epoch second>   hash, lease owner → tokens an
+ *                      edge poll took in that window (returned when given back unsent)
  */
 export function destinationHealthKey(prefix: string, destinationId: string): string {
   return `${prefix}:dst-health:${destinationId}`;

@@ -15,11 +15,14 @@ export interface RecoveryInput {
 // between commit and enqueue), and ones a crashed deliverer held (lease expired). Both are
 // due rows with no live lease; they get next_attempt_at = now() and the lease dropped, so
 // one sweep re-enqueues a delivery at most once per `afterMs`. Direct, ACTIVE
-// destinations and ACTIVE flows only (the claim would refuse the others).
+// destinations and ACTIVE flows only (the claim would refuse the others). Held rows (open
+// deliveries of a DISABLED destination, `held`) are not in the partial index it walks
+// (deliveries_next_attempt_at_due_idx ... AND NOT held), so a large held backlog, old and
+// due, costs the sweep nothing; `AND NOT d.held` lets the planner use that index.
 export const SWEEP_SQL = `
 WITH due AS (
   SELECT d.id FROM deliveries d JOIN destinations t ON t.id = d.destination_id
-  WHERE d.status IN (${CLAIMABLE_SQL}) AND d.next_attempt_at < now() - $1::float8 * interval '1 millisecond'
+  WHERE d.status IN (${CLAIMABLE_SQL}) AND NOT d.held AND d.next_attempt_at < now() - $1::float8 * interval '1 millisecond'
     AND ${freeSql('d')} AND t.cluster_id IS NULL AND t.state = 'ACTIVE' AND ${flowActiveSql('d')}
   ORDER BY d.next_attempt_at LIMIT $2
   FOR UPDATE OF d SKIP LOCKED

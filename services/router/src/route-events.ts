@@ -80,13 +80,16 @@ export const ROUTE = `WITH created AS (
 // exhausts the destination's open deliveries in its transaction, either committed before
 // this lock, or waits for this statement and then sees its deliveries), and one enabled
 // meanwhile is named in active_ids, so that its deliveries are enqueued (the enable's own
-// re-enqueue runs after it committed, so it finds them otherwise). Only batches with held
-// deliveries pay for the lock; ROUTE stays as it is.
+// re-enqueue runs after it committed, so it finds them otherwise). A delivery whose
+// destination is DISABLED at this lock is stored `held` (the recovery sweep's index leaves
+// it out; the enable clears it in its transaction, which waits for this lock). Only
+// batches with held deliveries pay for the lock; ROUTE stays as it is.
 export const ROUTE_HELD = `WITH held AS (
     SELECT t.id, t.state FROM destinations t WHERE t.id = ANY($8::text[]) ORDER BY t.id FOR SHARE
   ), created AS (
-    INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, status, next_attempt_at, created_at, updated_at)
-    SELECT u.id, u.tenant_id, u.event_id, u.flow_id, u.destination_id, 'pending', now(), now(), now()
+    INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, status, next_attempt_at, created_at, updated_at, held)
+    SELECT u.id, u.tenant_id, u.event_id, u.flow_id, u.destination_id, 'pending', now(), now(), now(),
+           EXISTS (SELECT 1 FROM held h WHERE h.id = u.destination_id AND h.state = 'DISABLED')
     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(id, tenant_id, event_id, flow_id, destination_id)
     WHERE NOT EXISTS (SELECT 1 FROM held h WHERE h.id = u.destination_id AND h.state NOT IN ('ACTIVE', 'DISABLED'))
     ON CONFLICT (event_id, flow_id) DO NOTHING

@@ -1,5 +1,6 @@
 import { AppError } from '@hookline/errors';
 import { withTransaction, type Pool } from '@hookline/db';
+import { setDestinationHeldSql } from '@hookline/delivery';
 import { resetDestinationHealthState } from '@hookline/queues';
 import type { AppContext } from '../context';
 import { announce } from '../lib/config-writes';
@@ -93,7 +94,17 @@ export async function changeState(app: AppContext, kind: LifecycleKind, tenantId
     await announce(app, { kind, id, tenantId });
     return;
   }
-  await transition(app.pool, kind, tenantId, id, t);
+  if (kind === 'destination' && (t === 'disable' || t === 'enable')) {
+    // Its deliveries' `held` flag changes in the same transaction as its state: disabled,
+    // its open deliveries are marked held; enabled, none is left held behind an ACTIVE
+    // destination, even if the process dies right after.
+    await retryingDeadlocks(() => withTransaction(app.pool, async (client) => {
+      await transition(client, kind, tenantId, id, t);
+      await client.query(setDestinationHeldSql(t === 'disable'), [id]);
+    }));
+  } else {
+    await transition(app.pool, kind, tenantId, id, t);
+  }
   if (kind === 'destination' && t === 'enable') {
     // A re-enabled destination starts with a closed circuit breaker.
     await resetDestinationHealthState(app.redis, app.config.QUEUE_PREFIX, id).catch(() => undefined);
@@ -104,7 +115,7 @@ export async function changeState(app: AppContext, kind: LifecycleKind, tenantId
   if (t === 'enable' && kind !== 'ingester') await requeueHeld(app, kind, tenantId, id);
 }
 
-/** Attempts at a delete that PostgreSQL chose as a deadlock victim (an outcome being recorded for the same deliveries). */
+/** Attempts at a delete, disable or enable that PostgreSQL chose as a deadlock victim (an outcome being recorded for the same deliveries). */
 const DEADLOCK_TRIES = 3;
 
 /**
@@ -113,12 +124,17 @@ const DEADLOCK_TRIES = 3;
  * up: nothing is left pending for ever. Returns how many deliveries were closed.
  */
 async function deleteWithDeliveries(app: AppContext, kind: 'destination' | 'flow', tenantId: string, id: string): Promise<number> {
+  return retryingDeadlocks(() => withTransaction(app.pool, async (client) => {
+    await transition(client, kind, tenantId, id, 'delete');
+    return closeOpenDeliveries(client, kind, tenantId, id);
+  }));
+}
+
+/** Runs a transaction again when PostgreSQL chose it as a deadlock victim (up to DEADLOCK_TRIES). */
+async function retryingDeadlocks<T>(tx: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await withTransaction(app.pool, async (client) => {
-        await transition(client, kind, tenantId, id, 'delete');
-        return closeOpenDeliveries(client, kind, tenantId, id);
-      });
+      return await tx();
     } catch (err) {
       if ((err as { code?: string }).code !== '40P01' || attempt >= DEADLOCK_TRIES) throw err;
     }

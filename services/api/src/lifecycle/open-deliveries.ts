@@ -6,11 +6,14 @@ import { enqueueDeliveries, poolOf } from '../replay/requeue';
 // What a destination's or a flow's lifecycle does to its deliveries (SPEC.md: DISABLED =
 // delivery stopped, re-enable = delivery resumes, DELETED = removed for good).
 //
-// - Disabled: nothing here. Its open deliveries (pending, failed, replaying) are held:
-//   the deliverer's claim and recovery sweep and the edge leases skip them, and the
-//   router keeps creating deliveries for an ACTIVE flow to a DISABLED destination.
-// - Enabled: the held deliveries that are due are handed to the deliverer at once
-//   (requeueHeld), instead of waiting for the recovery sweep's RECOVERY_AFTER_MS.
+// - Disabled: its open deliveries (pending, failed, replaying) are held: the deliverer's
+//   claim and recovery sweep and the edge leases skip them, and the router keeps creating
+//   deliveries for an ACTIVE flow to a DISABLED destination. A destination's (not a
+//   flow's) are also marked `held` (lifecycle.ts, in the disable's transaction; the router
+//   and retry store new ones so), which keeps them out of the recovery sweep's index.
+// - Enabled: `held` is cleared in the enable's transaction, then the deliveries that are
+//   due are handed to the deliverer at once (requeueHeld), instead of waiting for the
+//   recovery sweep's RECOVERY_AFTER_MS.
 // - Deleted: its open deliveries are closed in the delete's transaction (closeOpen):
 //   `exhausted` (the DLQ, purged after DLQ_RETENTION_MS like any other), with a
 //   last_error that says why, and their events' status rolled up as outcomes do.
@@ -44,7 +47,7 @@ WITH open AS (
   ORDER BY d.id FOR UPDATE
 )
 UPDATE deliveries d
-   SET status = 'exhausted', exhausted_at = now(), lease_until = NULL, lease_owner = NULL, last_error = $3, updated_at = now()
+   SET status = 'exhausted', exhausted_at = now(), lease_until = NULL, lease_owner = NULL, held = false, last_error = $3, updated_at = now()
   FROM open WHERE d.id = open.id
 RETURNING d.event_id`;
 

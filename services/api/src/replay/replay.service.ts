@@ -18,7 +18,7 @@ export const replayDepsOf = (app: AppContext): ReplayDeps => ({ pool: app.pool, 
 // Retry: the event's failed and exhausted deliveries that can still be delivered become
 // pending, due now (one more attempt each); one in flight (leased) is left to its attempt.
 // Their destination must be ACTIVE or DISABLED (then the delivery is held, pending, until
-// the destination is enabled: it is not enqueued now) and their flow ACTIVE, and the
+// the destination is enabled: it is not enqueued now, and stored `held`) and their flow ACTIVE, and the
 // event's payload retained. Deliveries of a DELETED (or DRAFT) destination, or of a flow
 // that is not ACTIVE (DISABLED: the route is switched off; DELETED), are left as they are.
 // The destinations are locked FOR SHARE first and read as they are now: a delete of one
@@ -31,7 +31,7 @@ WITH dst AS (
    ORDER BY t.id FOR SHARE
 )
 UPDATE deliveries d
-   SET status = 'pending', next_attempt_at = now(), lease_until = NULL, lease_owner = NULL, updated_at = now()
+   SET status = 'pending', next_attempt_at = now(), lease_until = NULL, lease_owner = NULL, updated_at = now(), held = (dst.state = 'DISABLED')
   FROM dst
  WHERE d.tenant_id = $1 AND d.event_id = $2 AND d.status IN ('failed', 'exhausted') AND ${freeSql('d')}
    AND dst.id = d.destination_id AND dst.state IN ('ACTIVE', 'DISABLED')
@@ -102,7 +102,7 @@ export async function replayMatching(app: ReplayDeps, tenantId: string, f: Repla
     await client.query('BEGIN');
     const { rows } = await client.query<{ id: string; event_id: string }>(
       `UPDATE deliveries d
-          SET status = 'replaying', replay_count = d.replay_count + 1, next_attempt_at = now(), lease_until = NULL, lease_owner = NULL, updated_at = now()
+          SET status = 'replaying', replay_count = d.replay_count + 1, next_attempt_at = now(), lease_until = NULL, lease_owner = NULL, held = false, updated_at = now()
         WHERE d.id IN (
           SELECT c.id FROM deliveries c
            WHERE c.tenant_id = $1

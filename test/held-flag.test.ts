@@ -1,0 +1,118 @@
+// The `held` flag (migration 20261124000000_held_deliveries) on open deliveries of a
+// DISABLED destination, which keeps them out of the recovery sweep's index: stored by the
+// router and by retry into a DISABLED destination, set on the open deliveries when the
+// destination is disabled (by the api, or automatically), cleared in the enable's
+// transaction (keeping next_attempt_at) and by a delete (with the move to the DLQ).
+import { disableDestination } from '@hookline/delivery';
+import { createLogger } from '@hookline/logger';
+import { startReceiver, waitFor, type Receiver } from '@hookline/testing';
+import type { AppContext } from '../services/api/src/context';
+import { changeState } from '../services/api/src/lifecycle/lifecycle';
+import { retryEvent } from '../services/api/src/replay/replay.service';
+import { FlowCache } from '../services/router/src/flow-cache';
+import { routeEvents, type RouteDeps } from '../services/router/src/route-events';
+import { createHarness, type Harness } from './deliverer-fixtures';
+import { insertEvent, insertFlow, insertIngester } from './router-fixtures';
+
+jest.setTimeout(60_000);
+
+let h: Harness;
+let rx: Receiver;
+let app: AppContext;
+let router: RouteDeps;
+const logger = createLogger('held-flag-test', 'error');
+
+beforeAll(async () => {
+  h = await createHarness('heldflag');
+  rx = await startReceiver();
+  app = { pool: h.db.pool, redis: h.redis, producer: h.deps.producer, config: { QUEUE_PREFIX: h.prefix, pools: new Map() }, logger } as unknown as AppContext;
+  router = { pool: h.db.pool, producer: h.deps.producer, flows: new FlowCache(h.db.pool, 0), logger };
+  h.startWorker();
+});
+
+afterAll(async () => {
+  await rx?.close();
+  await h?.close();
+});
+
+const flags = async (ids: string[]): Promise<Record<string, { held: boolean; status: string; next_attempt_at: Date }>> => {
+  const { rows } = await h.db.pool.query<{ id: string; held: boolean; status: string; next_attempt_at: Date }>(
+    'SELECT id, held, status::text AS status, next_attempt_at FROM deliveries WHERE id = ANY($1::text[])',
+    [ids],
+  );
+  return Object.fromEntries(rows.map((r) => [r.id, r]));
+};
+
+/** An ACTIVE flow to `destinationId` and one validated event of its ingester, routed. */
+async function routedEvent(destinationId: string): Promise<string> {
+  const ingesterId = await insertIngester(h.db.pool, h.tenantId);
+  await insertFlow(h.db.pool, { tenantId: h.tenantId, ingesterId, destinationId });
+  const eventId = await insertEvent(h.db.pool, { tenantId: h.tenantId, ingesterId });
+  const out = await routeEvents(router, { eventIds: [eventId] });
+  expect(out.deliveryIds).toHaveLength(1);
+  return out.deliveryIds[0]!;
+}
+
+test('disable marks the open deliveries held, routing to the DISABLED destination stores held, enable clears it in its transaction', async () => {
+  // Stopped on a retry schedule (failed, due in an hour), and one already delivered.
+  const dst = await h.destination(rx.url);
+  const waiting = (await h.delivery(dst.id)).deliveryId;
+  const done = (await h.delivery(dst.id)).deliveryId;
+  await h.db.pool.query(`UPDATE deliveries SET status = 'failed', attempt_count = 1, next_attempt_at = now() + interval '1 hour' WHERE id = $1`, [waiting]);
+  await h.db.pool.query(`UPDATE deliveries SET status = 'delivered', delivered_at = now() WHERE id = $1`, [done]);
+  const scheduled = (await flags([waiting]))[waiting]!.next_attempt_at;
+
+  await changeState(app, 'destination', h.tenantId, dst.id, 'disable');
+  expect(await flags([waiting, done])).toMatchObject({ [waiting]: { held: true, status: 'failed' }, [done]: { held: false, status: 'delivered' } });
+
+  const routed = await routedEvent(dst.id);
+  expect((await flags([routed]))[routed]).toMatchObject({ held: true, status: 'pending' });
+
+  await changeState(app, 'destination', h.tenantId, dst.id, 'enable');
+  // Cleared by the time the enable returns; the retry schedule is kept.
+  const after = await flags([waiting, routed]);
+  expect(after).toMatchObject({ [waiting]: { held: false, status: 'failed' }, [routed]: { held: false } });
+  expect(after[waiting]!.next_attempt_at).toEqual(scheduled);
+  await waitFor(async () => (await flags([routed]))[routed]!.status === 'delivered', { what: 'the held delivery sent after the enable' });
+});
+
+test('routing to an ACTIVE destination stores held = false', async () => {
+  const dst = await h.destination(rx.url);
+  const routed = await routedEvent(dst.id);
+  expect((await flags([routed]))[routed]!.held).toBe(false);
+});
+
+test('an automatic disable marks the open deliveries held', async () => {
+  const dst = await h.destination(rx.url);
+  const { deliveryId } = await h.delivery(dst.id);
+  await h.db.pool.query(`UPDATE deliveries SET status = 'failed', next_attempt_at = now() + interval '1 hour' WHERE id = $1`, [deliveryId]);
+  expect(await disableDestination(h.db.pool, h.redis, h.prefix, dst.id, 'failing without a success for 72 h')).toBe(true);
+  expect((await flags([deliveryId]))[deliveryId]!.held).toBe(true);
+});
+
+test('retry into a DISABLED destination stores held; into an ACTIVE one, not', async () => {
+  const off = await h.destination(rx.url);
+  const on = await h.destination(rx.url);
+  const a = await h.delivery(off.id);
+  const b = await h.delivery(on.id);
+  await h.db.pool.query(`UPDATE deliveries SET status = 'exhausted', exhausted_at = now(), attempt_count = 5, next_attempt_at = now() + interval '1 hour' WHERE id = ANY($1::text[])`, [[a.deliveryId, b.deliveryId]]);
+  // Disabled with no open deliveries: only the retry can mark this one.
+  await changeState(app, 'destination', h.tenantId, off.id, 'disable');
+  expect((await flags([a.deliveryId]))[a.deliveryId]!.held).toBe(false);
+
+  const deps = { pool: h.db.pool, producer: h.deps.producer, logger, pools: new Map<string, string>() };
+  expect(await retryEvent(deps, h.tenantId, a.eventId)).toEqual([a.deliveryId]);
+  expect(await retryEvent(deps, h.tenantId, b.eventId)).toEqual([b.deliveryId]);
+  expect((await flags([a.deliveryId]))[a.deliveryId]).toMatchObject({ held: true, status: 'pending' });
+  expect((await flags([b.deliveryId]))[b.deliveryId]!.held).toBe(false);
+});
+
+test('a delete clears held as it moves the open deliveries to the DLQ', async () => {
+  const dst = await h.destination(rx.url);
+  const { deliveryId } = await h.delivery(dst.id);
+  await h.db.pool.query(`UPDATE deliveries SET status = 'failed', next_attempt_at = now() + interval '1 hour' WHERE id = $1`, [deliveryId]);
+  await changeState(app, 'destination', h.tenantId, dst.id, 'disable');
+  expect((await flags([deliveryId]))[deliveryId]!.held).toBe(true);
+  await changeState(app, 'destination', h.tenantId, dst.id, 'delete');
+  expect((await flags([deliveryId]))[deliveryId]).toMatchObject({ held: false, status: 'exhausted' });
+});
