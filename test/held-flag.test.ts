@@ -1,8 +1,9 @@
 // The `held` flag (migration 20261124000000_held_deliveries) on open deliveries of a
 // DISABLED destination, which keeps them out of the recovery sweep's index: stored by the
 // router and by retry into a DISABLED destination, set on the open deliveries when the
-// destination is disabled (by the api, or automatically), cleared in the enable's
-// transaction (keeping next_attempt_at) and by a delete (with the move to the DLQ).
+// destination is disabled (by the api, automatically, or by plain SQL: a trigger on
+// destinations.state keeps it), cleared when it is enabled (in the same statement,
+// keeping next_attempt_at) and by a delete (with the move to the DLQ).
 import { disableDestination } from '@hookline/delivery';
 import { createLogger } from '@hookline/logger';
 import { startReceiver, waitFor, type Receiver } from '@hookline/testing';
@@ -53,14 +54,18 @@ async function routedEvent(destinationId: string): Promise<string> {
   return out.deliveryIds[0]!;
 }
 
-test('disable marks the open deliveries held, routing to the DISABLED destination stores held, enable clears it in its transaction', async () => {
-  // Stopped on a retry schedule (failed, due in an hour), and one already delivered.
+/** A destination with a delivery stopped on its retry schedule (failed, due in an hour) and one delivered. */
+async function failedAndDelivered(): Promise<{ dst: { id: string }; open: string; done: string; scheduled: Date }> {
   const dst = await h.destination(rx.url);
-  const waiting = (await h.delivery(dst.id)).deliveryId;
+  const open = (await h.delivery(dst.id)).deliveryId;
   const done = (await h.delivery(dst.id)).deliveryId;
-  await h.db.pool.query(`UPDATE deliveries SET status = 'failed', attempt_count = 1, next_attempt_at = now() + interval '1 hour' WHERE id = $1`, [waiting]);
+  await h.db.pool.query(`UPDATE deliveries SET status = 'failed', attempt_count = 1, next_attempt_at = now() + interval '1 hour' WHERE id = $1`, [open]);
   await h.db.pool.query(`UPDATE deliveries SET status = 'delivered', delivered_at = now() WHERE id = $1`, [done]);
-  const scheduled = (await flags([waiting]))[waiting]!.next_attempt_at;
+  return { dst, open, done, scheduled: (await flags([open]))[open]!.next_attempt_at };
+}
+
+test('disable marks the open deliveries held, routing to the DISABLED destination stores held, enable clears it in its transaction', async () => {
+  const { dst, open: waiting, done, scheduled } = await failedAndDelivered();
 
   await changeState(app, 'destination', h.tenantId, dst.id, 'disable');
   expect(await flags([waiting, done])).toMatchObject({ [waiting]: { held: true, status: 'failed' }, [done]: { held: false, status: 'delivered' } });
@@ -115,4 +120,24 @@ test('a delete clears held as it moves the open deliveries to the DLQ', async ()
   expect((await flags([deliveryId]))[deliveryId]!.held).toBe(true);
   await changeState(app, 'destination', h.tenantId, dst.id, 'delete');
   expect((await flags([deliveryId]))[deliveryId]).toMatchObject({ held: false, status: 'exhausted' });
+});
+
+test('plain SQL on destinations.state (manual, or an api replica of an older version) keeps held right both ways', async () => {
+  const { dst, open, done, scheduled } = await failedAndDelivered();
+
+  await h.db.pool.query(`UPDATE destinations SET state = 'DISABLED' WHERE id = $1`, [dst.id]);
+  expect(await flags([open, done])).toMatchObject({ [open]: { held: true, status: 'failed' }, [done]: { held: false, status: 'delivered' } });
+  // An UPDATE that leaves the state as it is changes nothing.
+  await h.db.pool.query(`UPDATE destinations SET state = 'DISABLED', updated_at = now() WHERE id = $1`, [dst.id]);
+  expect((await flags([open]))[open]!.held).toBe(true);
+
+  await h.db.pool.query(`UPDATE destinations SET state = 'ACTIVE' WHERE id = $1`, [dst.id]);
+  const after = await flags([open, done]);
+  expect(after).toMatchObject({ [open]: { held: false, status: 'failed' }, [done]: { held: false } });
+  expect(after[open]!.next_attempt_at).toEqual(scheduled);
+
+  // Deleted by hand from DISABLED: they stay held (out of the sweep's index) until closed.
+  await h.db.pool.query(`UPDATE destinations SET state = 'DISABLED' WHERE id = $1`, [dst.id]);
+  await h.db.pool.query(`UPDATE destinations SET state = 'DELETED' WHERE id = $1`, [dst.id]);
+  expect((await flags([open]))[open]!.held).toBe(true);
 });

@@ -4,8 +4,8 @@
 // each statement of the function reads after the event's lock is held, so the second
 // writer sees the first's commit. One statement doing all of it would read from a snapshot
 // taken before the lock, and both writers would miss each other.
-import { newId } from '@hookline/db';
-import { CLAIMABLE_SQL, recordOutcomes, type Decision, type Outcome } from '@hookline/delivery';
+import { newId, type Pool } from '@hookline/db';
+import { CLAIMABLE_SQL, recordOutcomes, recordOwnedOutcomes, type Decision, type Outcome } from '@hookline/delivery';
 import { insertFlow } from './router-fixtures';
 import { claimDeliveries } from '../services/deliverer/src/claim-deliveries';
 import { createHarness, type Harness } from './deliverer-fixtures';
@@ -112,4 +112,28 @@ test('an outcome under a lease that is no longer held records the attempt and le
 test('the function guards with the statuses a lease can hold (CLAIMABLE_STATUSES)', async () => {
   const { rows } = await h.db.pool.query<{ def: string }>(`SELECT pg_get_functiondef('record_delivery_outcomes'::regproc) AS def`);
   expect(rows[0]!.def).toContain(`d.status IN (${CLAIMABLE_SQL})`);
+});
+
+test('the function is called with its arguments in delivery id order whatever the order of the outcomes, so every writer locks deliveries in id order', async () => {
+  // Completion order, two merged jobs: the function locks deliveries in its arrays' order,
+  // and a destination's disable, enable and delete lock them in id order.
+  const calls: unknown[][] = [];
+  const pool = { query: async (_sql: string, params: unknown[]) => (calls.push(params), { rows: [], rowCount: 0 }) } as unknown as Pool;
+  const mk = (id: string, n: number, decision: Decision): Outcome => ({ ...outcome(id, `evt_${id}`, decision), attemptNumber: n });
+  await recordOwnedOutcomes(pool, [
+    { leaseOwner: 'job1', outcomes: [mk('dlv_0c', 3, { status: 'delivered' }), mk('dlv_0a', 1, { status: 'failed', delayMs: 5000 })] },
+    { leaseOwner: 'job2', outcomes: [mk('dlv_0b', 2, { status: 'exhausted' }), mk('dlv_00', 4, { status: 'delivered' })] },
+  ]);
+  expect(calls).toHaveLength(1);
+  const p = calls[0]!;
+  expect(p[2]).toEqual(['dlv_00', 'dlv_0a', 'dlv_0b', 'dlv_0c']); // delivery ids
+  expect(p[3]).toEqual([4, 1, 2, 3]); // attempt numbers, row by row
+  expect(p[11]).toEqual(['delivered', 'failed', 'exhausted', 'delivered']); // statuses
+  expect(p[12]).toEqual([0, 5000, 0, 0]); // delays
+  expect(p[13]).toEqual(['job2', 'job1', 'job2', 'job1']); // lease owners
+  expect((p[0] as string[]).every((id) => id.startsWith('att_'))).toBe(true);
+  // The same through recordOutcomes (the edge paths).
+  calls.length = 0;
+  await recordOutcomes(pool, 'edge', [mk('dlv_2', 1, { status: 'delivered' }), mk('dlv_1', 1, { status: 'delivered' })], { via: 'edge' });
+  expect(calls[0]![2]).toEqual(['dlv_1', 'dlv_2']);
 });

@@ -6,4 +6,4 @@ export type { PrismaClient } from './generated/client';
 export * as Models from './generated/enums';
 export type { Prisma } from './generated/client';
 export { withTransaction, withTryLock } from './transaction';
-export { isTransientDbError, retryTransient, type RetryOptions } from './transient';
+export { isTransientDbError, isLockConflict, retryTransient, retryingDeadlocks, DEADLOCK_TRIES, type RetryOptions } from './transient';

@@ -1,9 +1,9 @@
-import { isTransientDbError, retryTransient } from './transient';
+import { isLockConflict, isTransientDbError, retryTransient, retryingDeadlocks } from './transient';
 
-test('connection-class failures are transient; statement errors are not', () => {
-  for (const code of ['08006', '08001', '57P01', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET']) expect(isTransientDbError({ code })).toBe(true);
+test('connection-class failures and lock conflicts are transient; statement errors are not', () => {
+  for (const code of ['08006', '08001', '57P01', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET', '40P01', '40001']) expect(isTransientDbError({ code })).toBe(true);
   expect(isTransientDbError(new Error('Connection terminated unexpectedly'))).toBe(true);
-  for (const code of ['23505', '42P01', '22P02', '40001']) expect(isTransientDbError({ code })).toBe(false);
+  for (const code of ['23505', '42P01', '22P02', '40P02', '55P03']) expect(isTransientDbError({ code })).toBe(false);
   expect(isTransientDbError(new Error('syntax error'))).toBe(false);
   expect(isTransientDbError(null)).toBe(false);
 });
@@ -34,4 +34,27 @@ test('retryTransient rethrows a statement error at once, and a transient one pas
   await expect(retryTransient(async () => { calls++; throw down; }, { deadlineMs: 30, initialDelayMs: 10, maxDelayMs: 10 })).rejects.toBe(down);
   expect(calls).toBeGreaterThan(1);
   expect(calls).toBeLessThan(10);
+});
+
+test('retryingDeadlocks runs the transaction again after a deadlock or serialization failure, up to its tries, and nothing else', async () => {
+  expect(isLockConflict({ code: '40P01' })).toBe(true);
+  expect(isLockConflict({ code: '08006' })).toBe(false);
+  let calls = 0;
+  await expect(
+    retryingDeadlocks(async () => {
+      calls++;
+      if (calls === 1) throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
+      if (calls === 2) throw Object.assign(new Error('could not serialize'), { code: '40001' });
+      return 'ok';
+    }),
+  ).resolves.toBe('ok');
+  expect(calls).toBe(3);
+  calls = 0;
+  const deadlock = Object.assign(new Error('deadlock detected'), { code: '40P01' });
+  await expect(retryingDeadlocks(async () => { calls++; throw deadlock; }, 2)).rejects.toBe(deadlock);
+  expect(calls).toBe(2);
+  calls = 0;
+  const down = Object.assign(new Error('down'), { code: '57P01' });
+  await expect(retryingDeadlocks(async () => { calls++; throw down; })).rejects.toBe(down);
+  expect(calls).toBe(1);
 });

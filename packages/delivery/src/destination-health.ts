@@ -1,8 +1,7 @@
-import { withTransaction, type Pool } from '@hookline/db';
+import { retryingDeadlocks, type Pool } from '@hookline/db';
 import { publishConfigChange, type Redis } from '@hookline/queues';
 import type { BatchOutcome, Breaker, BreakerAfter } from './circuit-breaker';
 import { groupBy } from './destination-gate';
-import { setDestinationHeldSql } from './lease';
 import { countsAgainstDestination, isSuccess, type SendResult } from './send-result';
 
 /** What recording a destination's health needs (the logger is structural: any `warn`). */
@@ -37,19 +36,20 @@ export function summarize(results: SendResult[]): BatchOutcome | null {
 /**
  * Stops deliveries to a destination that has failed without a success for too long: it
  * becomes DISABLED with a visible reason, and its waiting deliveries stay where they are,
- * marked held in the same transaction (re-enabling it sends them). True when this call
- * disabled it.
+ * marked held in the same statement by the trigger on destinations.state (migration
+ * 20261124000000_held_deliveries; re-enabling it sends them). The trigger locks them in
+ * id order and can meet an outcome batch's locks: a deadlock victim is run again. True
+ * when this call disabled it.
  */
 export async function disableDestination(pool: Pool, redis: Redis, prefix: string, destinationId: string, reason: string): Promise<boolean> {
-  const row = await withTransaction(pool, async (client) => {
-    const { rows } = await client.query<{ tenant_id: string }>(
+  const { rows } = await retryingDeadlocks(() =>
+    pool.query<{ tenant_id: string }>(
       `UPDATE destinations SET state = 'DISABLED', disabled_reason = $2, updated_at = now()
        WHERE id = $1 AND state = 'ACTIVE' RETURNING tenant_id`,
       [destinationId, reason],
-    );
-    if (rows[0]) await client.query(setDestinationHeldSql(true), [destinationId]);
-    return rows[0];
-  });
+    ),
+  );
+  const row = rows[0];
   if (!row) return false;
   await publishConfigChange(redis, prefix, { kind: 'destination', id: destinationId, tenantId: row.tenant_id });
   return true;

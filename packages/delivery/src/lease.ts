@@ -55,19 +55,8 @@ export function shownStatus(status: string, leaseUntil: Date | null, now: Date =
   return leaseUntil !== null && leaseUntil > now && (CLAIMABLE_STATUSES as readonly string[]).includes(status) ? 'delivering' : status;
 }
 
-/**
- * SQL ($1: a destination id): sets `deliveries.held` on the destination's deliveries as it
- * changes state, locking them in id order (as outcomes do). `true`, when it is disabled:
- * its open (claimable) deliveries, so the recovery sweep's index leaves them out. `false`,
- * when it is enabled: every one still marked, keeping next_attempt_at (retry schedules).
- * Run it in the state change's transaction, after the destination's UPDATE (whose row
- * lock orders it after a route or retry that read the old state). Not `updated_at`: the
- * flag is internal. (`heldSql` above is another thing: a delivery held by a lease.)
- */
-export const setDestinationHeldSql = (held: boolean): string => `
-WITH marked AS (
-  SELECT d.id FROM deliveries d
-  WHERE d.destination_id = $1 AND ${held ? `d.status IN (${CLAIMABLE_SQL}) AND NOT d.held` : 'd.held'}
-  ORDER BY d.id FOR UPDATE
-)
-UPDATE deliveries d SET held = ${held} FROM marked WHERE d.id = marked.id`;
+// `deliveries.held` (another thing than heldSql above: an open delivery of a DISABLED
+// destination, left out of the recovery sweep's index) follows destinations.state through
+// a trigger (migration 20261124000000_held_deliveries), whoever changes the state: the
+// api, the automatic disable, an older replica or manual SQL. The router and retry store
+// it on the deliveries they create or reopen.

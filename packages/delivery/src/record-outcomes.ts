@@ -79,8 +79,22 @@ export async function recordOwnedOutcomes(pool: Pool, groups: OwnedOutcomes[], o
   }
 }
 
-/** The function's arguments: one array per column, in the outcomes' order. */
-function recordParams(rows: ReadonlyArray<{ o: Outcome; owner: string }>, opts: RecordOptions): unknown[] {
+/** Delivery id order (then attempt number), as PostgreSQL's `ORDER BY id` sorts ids (lower-case ASCII). */
+const byDeliveryId = (a: { o: Outcome }, b: { o: Outcome }): number =>
+  a.o.deliveryId < b.o.deliveryId ? -1 : a.o.deliveryId > b.o.deliveryId ? 1 : a.o.attemptNumber - b.o.attemptNumber;
+
+/**
+ * The function's arguments: one array per column, in delivery id order whatever the
+ * outcomes' order (completion order, merged jobs). The function's UPDATE of deliveries
+ * (nested loops over the array, under the index-plan settings) and its attempts' foreign
+ * key checks (FOR KEY SHARE on each delivery) lock rows in array order; every other
+ * statement that locks many deliveries (a destination's disable, enable and delete,
+ * through the trigger on destinations.state or closeOpenDeliveries; the edge reports'
+ * SELECT … FOR UPDATE) takes them in id order too, so two of them cannot deadlock over
+ * the same deliveries. Every caller of the function builds its arguments here.
+ */
+function recordParams(unsorted: ReadonlyArray<{ o: Outcome; owner: string }>, opts: RecordOptions): unknown[] {
+  const rows = [...unsorted].sort(byDeliveryId);
   const col = <T>(f: (o: Outcome) => T): T[] => rows.map((x) => f(x.o));
   return [
     col(() => newId('att')),

@@ -128,8 +128,9 @@ async function deliverChunk(deps: DeliverDeps, deliveryIds: string[], traceparen
   const heldIds = allowed.map((p) => p.d.id);
   const renewal = setInterval(() => void renewLeases(deps.pool, leaseOwner, heldIds, deps.leaseMs).catch(() => undefined), Math.max(250, deps.leaseMs / 3));
   // Each outcome is recorded as its request completes. A write that fails because
-  // PostgreSQL went away is retried while the lease would still hold: the receiver already
-  // has the request, and giving up would send it again once the lease expired.
+  // PostgreSQL went away, or was chosen as a deadlock victim (one call, rolled back whole),
+  // is retried while the lease would still hold: the receiver already has the request, and
+  // giving up would send it again once the lease expired.
   const recorder = createOutcomeRecorder(
     (outcomes) =>
       retryTransient(() => deps.db.record({ leaseOwner, outcomes }), {

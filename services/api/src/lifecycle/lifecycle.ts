@@ -1,6 +1,5 @@
 import { AppError } from '@hookline/errors';
-import { withTransaction, type Pool } from '@hookline/db';
-import { setDestinationHeldSql } from '@hookline/delivery';
+import { retryingDeadlocks, withTransaction, type Pool } from '@hookline/db';
 import { resetDestinationHealthState } from '@hookline/queues';
 import type { AppContext } from '../context';
 import { announce } from '../lib/config-writes';
@@ -14,7 +13,8 @@ export type Transition = 'apply' | 'disable' | 'enable' | 'delete';
  * DISABLED --enable--> ACTIVE; DRAFT or DISABLED --delete--> DELETED (an ACTIVE object
  * is disabled first, so deleting never stops traffic by surprise). Only ACTIVE delivers;
  * a DISABLED destination's deliveries are held (and an ACTIVE flow to it still creates
- * them) until it is enabled (sent) or deleted (DLQ): see open-deliveries.ts.
+ * them) until it is enabled (sent) or deleted (DLQ): see open-deliveries.ts. Their
+ * `deliveries.held` flag is kept by a trigger on destinations.state, whoever changes it.
  */
 export const TRANSITIONS: Record<Transition, { from: readonly LifecycleState[]; to: LifecycleState }> = {
   apply: { from: ['DRAFT'], to: 'ACTIVE' },
@@ -95,13 +95,12 @@ export async function changeState(app: AppContext, kind: LifecycleKind, tenantId
     return;
   }
   if (kind === 'destination' && (t === 'disable' || t === 'enable')) {
-    // Its deliveries' `held` flag changes in the same transaction as its state: disabled,
-    // its open deliveries are marked held; enabled, none is left held behind an ACTIVE
-    // destination, even if the process dies right after.
-    await retryingDeadlocks(() => withTransaction(app.pool, async (client) => {
-      await transition(client, kind, tenantId, id, t);
-      await client.query(setDestinationHeldSql(t === 'disable'), [id]);
-    }));
+    // Its deliveries' `held` flag follows its state in the same statement: the trigger
+    // on destinations.state (migration 20261124000000_held_deliveries) marks the open
+    // deliveries held when it is disabled and clears them when it is enabled, locking
+    // them in id order. Those locks can meet an outcome batch's, so a deadlock victim is
+    // run again (the trigger's work was rolled back with it).
+    await retryingDeadlocks(() => transition(app.pool, kind, tenantId, id, t));
   } else {
     await transition(app.pool, kind, tenantId, id, t);
   }
@@ -115,28 +114,15 @@ export async function changeState(app: AppContext, kind: LifecycleKind, tenantId
   if (t === 'enable' && kind !== 'ingester') await requeueHeld(app, kind, tenantId, id);
 }
 
-/** Attempts at a delete, disable or enable that PostgreSQL chose as a deadlock victim (an outcome being recorded for the same deliveries). */
-const DEADLOCK_TRIES = 3;
-
 /**
  * Deletes a destination or flow and, in the same transaction, moves its open deliveries
  * to the DLQ (`exhausted`, last_error naming the delete) with their events' status rolled
- * up: nothing is left pending for ever. Returns how many deliveries were closed.
+ * up: nothing is left pending for ever. Returns how many deliveries were closed. A
+ * deadlock victim (an outcome being recorded for the same deliveries) is run again.
  */
 async function deleteWithDeliveries(app: AppContext, kind: 'destination' | 'flow', tenantId: string, id: string): Promise<number> {
   return retryingDeadlocks(() => withTransaction(app.pool, async (client) => {
     await transition(client, kind, tenantId, id, 'delete');
     return closeOpenDeliveries(client, kind, tenantId, id);
   }));
-}
-
-/** Runs a transaction again when PostgreSQL chose it as a deadlock victim (up to DEADLOCK_TRIES). */
-async function retryingDeadlocks<T>(tx: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await tx();
-    } catch (err) {
-      if ((err as { code?: string }).code !== '40P01' || attempt >= DEADLOCK_TRIES) throw err;
-    }
-  }
 }
