@@ -1,5 +1,5 @@
 // The deliverer process: config -> logger -> PostgreSQL/Redis -> deliver worker per queue,
-// recovery sweep and DLQ purge -> health server and metrics -> graceful drain on SIGTERM.
+// recovery sweep, DLQ purge and janitor -> health server and metrics -> graceful drain on SIGTERM.
 import { ConfigError, loadConfig } from '@hookline/config';
 import { createPool } from '@hookline/db';
 import { closeServer, onShutdownSignal, startHealthServer } from '@hookline/http';
@@ -9,6 +9,7 @@ import { createProducer, createRedis, createWorker, parseDedicatedPools, parseDe
 import { delivererEnv } from './config';
 import { deliverJobHandler } from './deliver-job';
 import { sweepEdgeWaits } from './edge-wait-sweep';
+import { createJanitor } from './close-deleted';
 import { buildDeliverDeps } from './deliverer-deps';
 import { every } from './periodic';
 import { purgeDlq } from './purge-dlq';
@@ -62,6 +63,11 @@ async function main(): Promise<void> {
     const r = await purgeDlq(pool, { retentionMs: config.DLQ_RETENTION_MS });
     if (r?.deliveries) logger.info('purged expired DLQ entries', { ...r });
   });
+  const janitorRun = createJanitor(pool);
+  const janitor = every(config.JANITOR_INTERVAL_MS, 'janitor', logger, async () => {
+    const r = await janitorRun();
+    if (r && (r.destination || r.flow)) logger.warn('closed open deliveries of deleted destinations or flows (moved to the DLQ)', { ...r });
+  });
   const health = await startHealthServer(
     config.PORT,
     config.HOST,
@@ -89,7 +95,7 @@ async function main(): Promise<void> {
       };
       const requeued = await Promise.all(workers.map((w) => w.drain(Math.floor(config.SHUTDOWN_TIMEOUT_MS * 0.8), releaseHeld)));
       if (requeued.some(Boolean)) logger.warn('drain deadline: deliver jobs put back on their queues', { jobs: requeued.reduce((a, b) => a + b, 0) });
-      await Promise.all([recovery.stop(), edgeWaits.stop(), purge.stop(), sampler.stop(), circuits.stop()]);
+      await Promise.all([recovery.stop(), edgeWaits.stop(), purge.stop(), janitor.stop(), sampler.stop(), circuits.stop()]);
       await tracer.close();
       // After a deadline, requests still out are abandoned (their deliveries were given back).
       if (requeued.some(Boolean)) void deps.sender.close();

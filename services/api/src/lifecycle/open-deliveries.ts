@@ -1,5 +1,4 @@
-import type { Pool } from '@hookline/db';
-import { CLAIMABLE_SQL, flowActiveSql, freeSql } from '@hookline/delivery';
+import { CLAIMABLE_SQL, closeOpenDeliveries, DELETED_ERROR, flowActiveSql, freeSql, type DeliveryOwner } from '@hookline/delivery';
 import type { AppContext } from '../context';
 import { enqueueDeliveries, poolOf } from '../replay/requeue';
 
@@ -9,24 +8,23 @@ import { enqueueDeliveries, poolOf } from '../replay/requeue';
 // - Disabled: its open deliveries (pending, failed, replaying) are held: the deliverer's
 //   claim and recovery sweep and the edge leases skip them, and the router keeps creating
 //   deliveries for an ACTIVE flow to a DISABLED destination. A destination's (not a
-//   flow's) are also marked `held` (lifecycle.ts, in the disable's transaction; the router
-//   and retry store new ones so), which keeps them out of the recovery sweep's index.
-// - Enabled: `held` is cleared in the enable's transaction, then the deliveries that are
+//   flow's) are also marked `held` (by the trigger on destinations.state, migration
+//   20261124000000_held_deliveries, in the state change's transaction; the router and
+//   retry store new ones so), which keeps them out of the recovery sweep's index.
+// - Enabled: the same trigger clears `held` in the enable's transaction, then the deliveries that are
 //   due are handed to the deliverer at once (requeueHeld), instead of waiting for the
 //   recovery sweep's RECOVERY_AFTER_MS.
 // - Deleted: its open deliveries are closed in the delete's transaction (closeOpen):
 //   `exhausted` (the DLQ, purged after DLQ_RETENTION_MS like any other), with a
-//   last_error that says why, and their events' status rolled up as outcomes do.
+//   last_error that says why, and their events' status rolled up as outcomes do. Any
+//   that appear after the delete (a stale router's insert) are closed the same way by
+//   the deliverer's janitor (services/deliverer/src/close-deleted.ts).
 
-type Queryable = Pick<Pool, 'query'>;
-
-export type DeliveryOwner = 'destination' | 'flow';
-
-/** `deliveries.last_error` of a delivery closed because its destination or flow was deleted. */
-export const DELETED_ERROR: Record<DeliveryOwner, string> = {
-  destination: 'destination_deleted: the destination was deleted, so this delivery will not be sent',
-  flow: 'flow_deleted: the delivery flow was deleted, so this delivery will not be sent',
-};
+// The close (SQL and roll-up) is defined once in @hookline/delivery (close-open.ts): the
+// deliverer's janitor closes with the same definition the open deliveries of DELETED
+// destinations and flows that appear after the delete (a router routing from a stale
+// flow cache, a replay or retry that raced the delete).
+export { closeOpenDeliveries, DELETED_ERROR, type DeliveryOwner };
 
 // The owner's deliveries: a destination's by its open-deliveries index (destination_id,
 // next_attempt_at); a flow's among the tenant's open ones (tenant_id, status, id), since
@@ -35,39 +33,6 @@ const OWNED: Record<DeliveryOwner, string> = {
   destination: 'd.destination_id = $1 AND d.tenant_id = $2',
   flow: 'd.flow_id = $1 AND d.tenant_id = $2',
 };
-
-// Every open delivery, including one under a live lease (a send in flight): its outcome,
-// recorded later, is then refused by record_delivery_outcomes' guard (lease owner and a
-// claimable status; the lease is dropped here), so it stays exhausted; its attempt is
-// still recorded in the history. Rows are locked in id order.
-const closeSql = (owner: DeliveryOwner): string => `
-WITH open AS (
-  SELECT d.id FROM deliveries d
-  WHERE ${OWNED[owner]} AND d.status IN (${CLAIMABLE_SQL})
-  ORDER BY d.id FOR UPDATE
-)
-UPDATE deliveries d
-   SET status = 'exhausted', exhausted_at = now(), lease_until = NULL, lease_owner = NULL, held = false, last_error = $3, updated_at = now()
-  FROM open WHERE d.id = open.id
-RETURNING d.event_id`;
-
-// The events' status from all their deliveries, exactly as outcomes roll it up: the
-// outcome function called with no attempts and no outcomes only locks the events (in id
-// order) and derives their status (any exhausted -> dlq_queued, ...). One definition of
-// the roll-up, in migration 20261121050000_outcomes_in_one_call.
-const ROLL_UP_EVENTS = `SELECT record_delivery_outcomes('{}'::text[], '{}'::text[], '{}'::text[], '{}'::int[], '{}'::int[], '{}'::text[], '{}'::text[],
-  '{}'::text[], '{}'::text[], '{}'::timestamptz[], '{}'::int[], '{}'::text[], '{}'::int[], '{}'::text[], NULL::text, $1::text[])`;
-
-/**
- * Closes the open deliveries of a destination or flow being deleted (call it inside the
- * delete's transaction) and rolls their events' status up. Returns how many.
- */
-export async function closeOpenDeliveries(db: Queryable, owner: DeliveryOwner, tenantId: string, id: string): Promise<number> {
-  const { rows } = await db.query<{ event_id: string }>(closeSql(owner), [id, tenantId, DELETED_ERROR[owner]]);
-  if (rows.length === 0) return 0;
-  await db.query(ROLL_UP_EVENTS, [[...new Set(rows.map((r) => r.event_id))]]);
-  return rows.length;
-}
 
 /** Held deliveries handed over at once on enable; more are left to the recovery sweep. */
 export const REQUEUE_LIMIT = 10_000;

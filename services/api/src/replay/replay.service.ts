@@ -1,4 +1,4 @@
-import type { Pool } from '@hookline/db';
+import { withTransaction, type Pool } from '@hookline/db';
 import { flowActiveSql, freeSql, shownStatusSql } from '@hookline/delivery';
 import { AppError } from '@hookline/errors';
 import type { AppContext } from '../context';
@@ -21,29 +21,52 @@ export const replayDepsOf = (app: AppContext): ReplayDeps => ({ pool: app.pool, 
 // the destination is enabled: it is not enqueued now, and stored `held`) and their flow ACTIVE, and the
 // event's payload retained. Deliveries of a DELETED (or DRAFT) destination, or of a flow
 // that is not ACTIVE (DISABLED: the route is switched off; DELETED), are left as they are.
-// The destinations are locked FOR SHARE first and read as they are now: a delete of one
-// either committed before (its deliveries are then skipped) or waits for this statement
-// (and then closes the deliveries it made pending).
+//
+// The destination and flow rows are locked FOR SHARE first (lockOwners), in their own
+// statements, and the UPDATE (a later statement, so a later snapshot) reads their state as
+// it is now: a delete of one either committed before (its deliveries are then skipped) or
+// waits for this transaction (and then closes the deliveries it made pending). Without
+// the flows' lock a flow delete could close a delivery that retry then reset to pending
+// (re-checking only the row). The deliverer's janitor (services/deliverer/src/close-deleted.ts)
+// is the safety net: it closes open deliveries of DELETED destinations and flows anyway.
+const RETRY_OWNERS_SQL = `
+SELECT array_agg(DISTINCT c.destination_id) AS destination_ids, array_agg(DISTINCT c.flow_id) AS flow_ids
+  FROM deliveries c WHERE c.tenant_id = $1 AND c.event_id = $2 AND c.status IN ('failed', 'exhausted')`;
+
 const RETRY_SQL = `
-WITH dst AS (
-  SELECT t.id, t.state FROM destinations t
-   WHERE t.id IN (SELECT c.destination_id FROM deliveries c WHERE c.tenant_id = $1 AND c.event_id = $2 AND c.status IN ('failed', 'exhausted'))
-   ORDER BY t.id FOR SHARE
-)
 UPDATE deliveries d
-   SET status = 'pending', next_attempt_at = now(), lease_until = NULL, lease_owner = NULL, updated_at = now(), held = (dst.state = 'DISABLED')
-  FROM dst
+   SET status = 'pending', next_attempt_at = now(), lease_until = NULL, lease_owner = NULL, updated_at = now(), held = (t.state = 'DISABLED')
+  FROM destinations t
  WHERE d.tenant_id = $1 AND d.event_id = $2 AND d.status IN ('failed', 'exhausted') AND ${freeSql('d')}
-   AND dst.id = d.destination_id AND dst.state IN ('ACTIVE', 'DISABLED')
+   AND d.destination_id = ANY($3::text[]) AND d.flow_id = ANY($4::text[])
+   AND t.id = d.destination_id AND t.state IN ('ACTIVE', 'DISABLED')
    AND ${flowActiveSql('d')}
    AND EXISTS (SELECT 1 FROM event_payloads p WHERE p.event_id = d.event_id)
-RETURNING d.id, dst.state = 'DISABLED' AS held`;
+RETURNING d.id, t.state = 'DISABLED' AS held`;
+
+/**
+ * Locks the destination and flow rows FOR SHARE, each in id order, destinations first (as
+ * the router and the deletes take them): a delete (or disable) of one of them waits until
+ * the transaction ends, or has committed already. Statements run after this one see their
+ * state as it is.
+ */
+async function lockOwners(client: Pick<Pool, 'query'>, destinationIds: readonly string[], flowIds: readonly string[]): Promise<void> {
+  await client.query('SELECT 1 FROM destinations WHERE id = ANY($1::text[]) ORDER BY id FOR SHARE', [destinationIds]);
+  await client.query('SELECT 1 FROM delivery_flows WHERE id = ANY($1::text[]) ORDER BY id FOR SHARE', [flowIds]);
+}
 
 /** Retry (see RETRY_SQL): the ids made pending; held ones (DISABLED destination) are not enqueued. */
 export async function retryEvent(app: ReplayDeps, tenantId: string, eventId: string): Promise<string[]> {
   const { rows: evt } = await app.pool.query('SELECT 1 FROM events WHERE id = $1 AND tenant_id = $2', [eventId, tenantId]);
   if (!evt.length) throw AppError.notFound('event');
-  const { rows } = await app.pool.query<{ id: string; held: boolean }>(RETRY_SQL, [tenantId, eventId]);
+  const rows = await withTransaction(app.pool, async (client) => {
+    const { rows: owners } = await client.query<{ destination_ids: string[] | null; flow_ids: string[] | null }>(RETRY_OWNERS_SQL, [tenantId, eventId]);
+    const destinationIds = owners[0]?.destination_ids ?? [];
+    const flowIds = owners[0]?.flow_ids ?? [];
+    if (!destinationIds.length) return [];
+    await lockOwners(client, destinationIds, flowIds);
+    return (await client.query<{ id: string; held: boolean }>(RETRY_SQL, [tenantId, eventId, destinationIds, flowIds])).rows;
+  });
   if (!rows.length) throw await explainNoRetry(app, tenantId, eventId);
   await enqueueDeliveries(app, rows.filter((r) => !r.held).map((r) => r.id), poolOf(app.pools, tenantId));
   return rows.map((r) => r.id);
@@ -88,24 +111,9 @@ export interface ReplayFilter {
   limit: number;
 }
 
-/**
- * Replay: deliveries (exhausted by default) whose payload is still retained and whose
- * destination and flow are ACTIVE go back to `replaying` with a fresh round of attempts;
- * their events become `replayed`. One statement, so a replay is all-or-nothing per call.
- * (A delivery of a DISABLED or DELETED flow would never be claimed: it would stay
- * `replaying` for ever.)
- */
-export async function replayMatching(app: ReplayDeps, tenantId: string, f: ReplayFilter): Promise<{ id: string; eventId: string }[]> {
-  const client = await app.pool.connect();
-  let replayed: { id: string; eventId: string }[];
-  try {
-    await client.query('BEGIN');
-    const { rows } = await client.query<{ id: string; event_id: string }>(
-      `UPDATE deliveries d
-          SET status = 'replaying', replay_count = d.replay_count + 1, next_attempt_at = now(), lease_until = NULL, lease_owner = NULL, held = false, updated_at = now()
-        WHERE d.id IN (
-          SELECT c.id FROM deliveries c
-           WHERE c.tenant_id = $1
+// The deliveries a replay takes (the filter; $1 tenant, $2 ids, $3 statuses, $4
+// destination, $5 since, $6 until): retained payload, ACTIVE destination and flow.
+const REPLAY_MATCH = `c.tenant_id = $1
              AND ($2::text[] IS NULL OR c.id = ANY($2::text[]))
              AND c.status = ANY($3::"DeliveryStatus"[])
              AND ($4::text IS NULL OR c.destination_id = $4)
@@ -113,22 +121,53 @@ export async function replayMatching(app: ReplayDeps, tenantId: string, f: Repla
              AND ($6::timestamptz IS NULL OR c.created_at < $6)
              AND EXISTS (SELECT 1 FROM event_payloads p WHERE p.event_id = c.event_id)
              AND EXISTS (SELECT 1 FROM destinations t WHERE t.id = c.destination_id AND t.state = 'ACTIVE')
-             AND ${flowActiveSql('c')}
-           ORDER BY c.id LIMIT $7 FOR UPDATE SKIP LOCKED)
-        RETURNING d.id, d.event_id`,
-      [tenantId, f.deliveryIds ?? null, f.status ? [f.status] : f.deliveryIds ? REPLAYABLE : ['exhausted'], f.destinationId ?? null, f.since ?? null, f.until ?? null, f.limit],
-    );
+             AND ${flowActiveSql('c')}`;
+
+// Up to $7 candidates, as the transaction's first statement sees them (no row locked).
+const REPLAY_CANDIDATES_SQL = `
+SELECT c.id, c.destination_id, c.flow_id FROM deliveries c
+ WHERE ${REPLAY_MATCH}
+ ORDER BY c.id LIMIT $7`;
+
+// After lockOwners: the candidates ($8) that still match, destination and flow state read
+// as they are now (this statement's snapshot is taken after the locks were granted).
+const REPLAY_SQL = `
+UPDATE deliveries d
+   SET status = 'replaying', replay_count = d.replay_count + 1, next_attempt_at = now(), lease_until = NULL, lease_owner = NULL, held = false, updated_at = now()
+ WHERE d.id IN (
+   SELECT c.id FROM deliveries c
+    WHERE c.id = ANY($8::text[]) AND ${REPLAY_MATCH}
+    ORDER BY c.id LIMIT $7 FOR UPDATE SKIP LOCKED)
+RETURNING d.id, d.event_id`;
+
+/**
+ * Replay: deliveries (exhausted by default) whose payload is still retained and whose
+ * destination and flow are ACTIVE go back to `replaying` with a fresh round of attempts;
+ * their events become `replayed`. One transaction, so a replay is all-or-nothing per call.
+ * (A delivery of a DISABLED or DELETED flow would never be claimed: it would stay
+ * `replaying` for ever.)
+ *
+ * The candidates' destination and flow rows are locked FOR SHARE (lockOwners) before the
+ * UPDATE decides: a concurrent disable or delete either committed first (the UPDATE, a
+ * later statement, sees it and leaves those deliveries: a single replay then answers 409
+ * as for any inactive destination or flow) or waits for this transaction. Reading the
+ * states without the lock, a replay could see a destination ACTIVE while its delete
+ * committed (the delete's close skipping the replay's rows as already exhausted), and
+ * leave them `replaying` on a DELETED destination for ever. The deliverer's janitor
+ * (services/deliverer/src/close-deleted.ts) would close such rows anyway: the safety net.
+ */
+export async function replayMatching(app: ReplayDeps, tenantId: string, f: ReplayFilter): Promise<{ id: string; eventId: string }[]> {
+  const params = [tenantId, f.deliveryIds ?? null, f.status ? [f.status] : f.deliveryIds ? REPLAYABLE : ['exhausted'], f.destinationId ?? null, f.since ?? null, f.until ?? null, f.limit];
+  const replayed = await withTransaction(app.pool, async (client) => {
+    const { rows: candidates } = await client.query<{ id: string; destination_id: string; flow_id: string }>(REPLAY_CANDIDATES_SQL, params);
+    if (!candidates.length) return [];
+    await lockOwners(client, [...new Set(candidates.map((c) => c.destination_id))], [...new Set(candidates.map((c) => c.flow_id))]);
+    const { rows } = await client.query<{ id: string; event_id: string }>(REPLAY_SQL, [...params, candidates.map((c) => c.id)]);
     if (rows.length) {
       await client.query(`UPDATE events SET status = 'replayed', updated_at = now() WHERE id = ANY($1::text[])`, [[...new Set(rows.map((r) => r.event_id))]]);
     }
-    await client.query('COMMIT');
-    replayed = rows.map((r) => ({ id: r.id, eventId: r.event_id }));
-  } catch (err) {
-    await client.query('ROLLBACK');
-    throw err;
-  } finally {
-    client.release();
-  }
+    return rows.map((r) => ({ id: r.id, eventId: r.event_id }));
+  });
   await enqueueDeliveries(app, replayed.map((r) => r.id), poolOf(app.pools, tenantId));
   return replayed;
 }
