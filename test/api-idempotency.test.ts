@@ -64,6 +64,49 @@ describe('Idempotency-Key', () => {
     expect(rows[0].n).toBe(1);
   });
 
+  it("keeps keys apart per credential: another key's identical request runs on its own, never answered with the first one's secret", async () => {
+    const t = await h.tenant();
+    const second = await h.call('POST', `/v1/tenants/${t.tenantId}/api-keys`, { key: t.apiKey, body: { name: 'second', scopes: ['read:destinations', 'write:destinations', 'read:api-keys', 'write:api-keys'] } });
+    expect(second.status).toBe(201);
+    const headers = { 'idempotency-key': 'per-credential-1' };
+    const first = await h.call('POST', dst(t.tenantId), { key: t.apiKey, body, headers });
+    // Run on its own, the second key's create meets the first's destination: the name is taken.
+    const other = await h.call('POST', dst(t.tenantId), { key: second.body.key, body, headers });
+    expect([first.status, other.status, other.body.type, other.body.signing_secret, other.headers.get('idempotent-replayed')]).toEqual([
+      201, 409, 'https://hookline.dev/errors/conflict', undefined, null,
+    ]);
+    expect(JSON.stringify(other.body)).not.toContain(first.body.signing_secret);
+    expect(await h.prisma.destination.count({ where: { tenantId: t.tenantId } })).toBe(1);
+    // Each credential's repeat still replays its own answer.
+    const firstAgain = await h.call('POST', dst(t.tenantId), { key: t.apiKey, body, headers });
+    const otherAgain = await h.call('POST', dst(t.tenantId), { key: second.body.key, body, headers });
+    expect([firstAgain.body, firstAgain.headers.get('idempotent-replayed')]).toEqual([first.body, 'true']);
+    expect([otherAgain.body, otherAgain.headers.get('idempotent-replayed')]).toEqual([other.body, 'true']);
+
+    // A create that both may make: each gets a key of its own, not the other's.
+    const keyHeaders = { 'idempotency-key': 'per-credential-2' };
+    const keyBody = { name: 'child', scopes: ['read:destinations'] };
+    const mine = await h.call('POST', `/v1/tenants/${t.tenantId}/api-keys`, { key: t.apiKey, body: keyBody, headers: keyHeaders });
+    const theirs = await h.call('POST', `/v1/tenants/${t.tenantId}/api-keys`, { key: second.body.key, body: keyBody, headers: keyHeaders });
+    expect([mine.status, theirs.status, theirs.headers.get('idempotent-replayed')]).toEqual([201, 201, null]);
+    expect([theirs.body.id === mine.body.id, theirs.body.key === mine.body.key]).toEqual([false, false]);
+  });
+
+  it("a less privileged credential sending a more privileged one's key create under its Idempotency-Key is checked, not handed that key", async () => {
+    const t = await h.tenant();
+    const weak = await h.call('POST', `/v1/tenants/${t.tenantId}/api-keys`, { key: t.apiKey, body: { name: 'weak', scopes: ['read:api-keys', 'write:api-keys'] } });
+    const headers = { 'idempotency-key': 'powerful-key-create' };
+    const powerful = { name: 'ops', scopes: ['read:api-keys', 'write:api-keys', 'write:destinations', 'read:audit'] };
+    const made = await h.call('POST', `/v1/tenants/${t.tenantId}/api-keys`, { key: t.apiKey, body: powerful, headers });
+    expect(made.status).toBe(201);
+    const res = await h.call('POST', `/v1/tenants/${t.tenantId}/api-keys`, { key: weak.body.key, body: powerful, headers });
+    expect([res.status, res.body.type, res.body.required_scope, res.body.key, res.headers.get('idempotent-replayed')]).toEqual([
+      403, 'https://hookline.dev/errors/insufficient-scope', 'write:destinations', undefined, null,
+    ]);
+    const { rows } = await h.db.pool.query(`SELECT name FROM api_keys WHERE tenant_id = $1 AND kind = 'api' ORDER BY id`, [t.tenantId]);
+    expect(rows.map((r) => r.name)).toEqual(['test', 'weak', 'ops']);
+  });
+
   it('refuses a malformed key', async () => {
     const t = await h.tenant();
     const res = await h.call('POST', dst(t.tenantId), { key: t.apiKey, body, headers: { 'idempotency-key': 'x'.repeat(300) } });

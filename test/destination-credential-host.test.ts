@@ -3,6 +3,9 @@
 // (scheme, host, port) must send every stored credential header again in clear or remove it,
 // as it must the URL password. A "[redacted]" placeholder, or a credential header kept by
 // leaving config.headers out, is a 400 naming each header, and nothing is written.
+// A cluster_id change (onto an edge cluster, between clusters, or off one) is treated as an
+// origin change: another cluster's agents would send them.
+import { insertCluster } from './edge-fixtures';
 import { startApi, type ApiHarness } from './api-harness';
 
 let h: ApiHarness;
@@ -19,10 +22,13 @@ const SHOWN = { Authorization: '[redacted]', 'X-Api-Key': '[redacted]', 'X-Env':
 const URL0 = 'https://hook-user:HOST-SECRET-URLPW@example.test/hooks?src=hl';
 
 type Tenant = { tenantId: string; apiKey: string };
-const row = async (id: string) => (await h.db.pool.query('SELECT url, config, secrets, updated_at FROM destinations WHERE id = $1', [id])).rows[0];
+const row = async (id: string) => (await h.db.pool.query('SELECT url, config, secrets, cluster_id, updated_at FROM destinations WHERE id = $1', [id])).rows[0];
 
-async function destination(t: Tenant, url = URL0): Promise<{ id: string; path: string; view: any }> {
-  const made = await h.call('POST', `/v1/tenants/${t.tenantId}/destinations`, { key: t.apiKey, body: { name: `d-${Math.random().toString(36).slice(2, 8)}`, url, config: { headers: HEADERS, timeout_ms: 2000 } } });
+async function destination(t: Tenant, url = URL0, clusterId: string | null = null): Promise<{ id: string; path: string; view: any }> {
+  const made = await h.call('POST', `/v1/tenants/${t.tenantId}/destinations`, {
+    key: t.apiKey,
+    body: { name: `d-${Math.random().toString(36).slice(2, 8)}`, url, cluster_id: clusterId, config: { headers: HEADERS, timeout_ms: 2000 } },
+  });
   expect(made.status).toBe(201);
   expect(made.body.config.headers).toEqual(SHOWN);
   return { id: made.body.id, path: `/v1/tenants/${t.tenantId}/destinations/${made.body.id}`, view: made.body };
@@ -135,5 +141,80 @@ describe('a PATCH keeping the origin', () => {
     expect(moved.status).toBe(200);
     expect(moved.body.signing_secrets_count).toBe(1);
     expect((await row(made.body.id)).secrets).toEqual(before.secrets);
+  });
+});
+
+describe('a PATCH changing cluster_id', () => {
+  const MASKED = 'https://hook-user:****@example.test/hooks?src=hl';
+  const ALL = ['config.headers.Authorization', 'config.headers.X-Api-Key', 'url'];
+
+  it('onto an edge cluster, between clusters or off one: refuses stored credentials kept by omission, placeholder or mask, naming each, writing nothing', async () => {
+    const t = await h.tenant();
+    const a = await insertCluster(h.db.pool, t.tenantId);
+    const b = await insertCluster(h.db.pool, t.tenantId);
+    const central = await destination(t);
+    const onA = await destination(t, URL0, a.id);
+    const moves: [{ path: string; id: string }, string | null][] = [[central, a.id], [onA, b.id], [onA, null]];
+    for (const [d, cluster_id] of moves) {
+      const before = await row(d.id);
+      const cases: [Record<string, unknown>, string[]][] = [
+        // Everything kept by leaving it out: both headers and the URL password.
+        [{ cluster_id }, ALL],
+        [{ cluster_id, name: 'renamed', config: { timeout_ms: 5000 } }, ALL],
+        // Placeholders and the masked URL sent back, as a view shows them.
+        [{ cluster_id, url: MASKED, config: { headers: SHOWN } }, ALL],
+        // The URL sent again in clear: only the headers left.
+        [{ cluster_id, url: 'https://hook-user:NEW-PW@example.test/hooks' }, ['config.headers.Authorization', 'config.headers.X-Api-Key']],
+        // Headers sent again in clear, the URL password kept: only url.
+        [{ cluster_id, config: { headers: { Authorization: 'Bearer NEW', 'X-Api-Key': 'NEW', 'X-Env': 'prod' } } }, ['url']],
+        [{ cluster_id, url: MASKED, config: { headers: { 'X-Env': 'prod' } } }, ['url']],
+        // One header resent, the other kept by placeholder: that one named.
+        [{ cluster_id, url: 'https://example.test/hooks', config: { headers: { ...SHOWN, Authorization: 'Bearer mine' } } }, ['config.headers.X-Api-Key']],
+      ];
+      for (const [body, fields] of cases) {
+        const res = await h.call('PATCH', d.path, { key: t.apiKey, body });
+        expect({ body, status: res.status, type: res.body.type, fields: fieldsOf(res.body) }).toEqual({ body, status: 400, type: VALIDATION, fields });
+        expect(res.body.instance).toBe(res.headers.get('x-request-id'));
+        for (const e of res.body.errors) expect(e.message).toMatch(/cluster/);
+        expect(JSON.stringify(res.body)).not.toContain('HOST-SECRET');
+      }
+      expect(await row(d.id)).toEqual(before);
+    }
+  });
+
+  it('is accepted once each stored credential is sent again in clear or removed; the same cluster_id keeps them', async () => {
+    const t = await h.tenant();
+    const a = await insertCluster(h.db.pool, t.tenantId);
+    const b = await insertCluster(h.db.pool, t.tenantId);
+    const d = await destination(t);
+
+    // The same cluster_id (here none) is no move: everything kept, as on any PATCH.
+    const same = await h.call('PATCH', d.path, { key: t.apiKey, body: { cluster_id: null, url: MASKED, config: { headers: SHOWN } } });
+    expect(same.status).toBe(200);
+    expect([(await row(d.id)).url, (await row(d.id)).config.headers]).toEqual([URL0, HEADERS]);
+
+    // Onto cluster a, everything sent again in clear.
+    const resent = await h.call('PATCH', d.path, {
+      key: t.apiKey,
+      body: { cluster_id: a.id, url: 'https://hook-user:EDGE-PW@example.test/hooks', config: { headers: { Authorization: 'Bearer EDGE', 'X-Api-Key': 'EDGE-KEY', 'X-Env': 'prod' } } },
+    });
+    expect([resent.status, resent.body.cluster_id, resent.body.config.headers]).toEqual([200, a.id, SHOWN]);
+    let stored = await row(d.id);
+    expect([stored.cluster_id, stored.url, stored.config.headers]).toEqual([a.id, 'https://hook-user:EDGE-PW@example.test/hooks', { Authorization: 'Bearer EDGE', 'X-Api-Key': 'EDGE-KEY', 'X-Env': 'prod' }]);
+
+    // Staying on a: placeholders and the mask keep them.
+    const stay = await h.call('PATCH', d.path, { key: t.apiKey, body: { cluster_id: a.id, url: 'https://hook-user:****@example.test/hooks', config: { headers: { ...SHOWN } } } });
+    expect(stay.status).toBe(200);
+    expect((await row(d.id)).config.headers).toEqual({ Authorization: 'Bearer EDGE', 'X-Api-Key': 'EDGE-KEY', 'X-Env': 'prod' });
+
+    // To cluster b, every credential removed: the URL without userinfo, headers without them.
+    const removed = await h.call('PATCH', d.path, { key: t.apiKey, body: { cluster_id: b.id, url: 'https://example.test/hooks', config: { headers: { 'X-Env': 'prod' } } } });
+    expect(removed.status).toBe(200);
+    stored = await row(d.id);
+    expect([stored.cluster_id, stored.url, stored.config.headers]).toEqual([b.id, 'https://example.test/hooks', { 'X-Env': 'prod' }]);
+
+    // With no credential stored, a cluster change needs nothing resent.
+    const off = await h.call('PATCH', d.path, { key: t.apiKey, body: { cluster_id: null } });
+    expect([off.status, (await row(d.id)).cluster_id]).toEqual([200, null]);
   });
 });

@@ -1,8 +1,14 @@
 // An MCP key with mcp:admin:keys creates keys through POST /v1/tenants/{tid}/mcp-keys
 // (X-MCP-API-Key): it may not hand out a higher rate limit than its own effective one (422,
-// nothing created), and a key it makes without one inherits its figures where the default
-// would be higher. A control-API credential stays capped at the plan only.
+// nothing created), and a key it makes without one gets the default capped at its figures,
+// stored as the key's own, so a later raise of MCP_KEY_RATE_LIMIT does not lift it above
+// its creator's. A control-API credential stays capped at the plan only.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createLogger } from '@hookline/logger';
 import type { SeededTenant } from '@hookline/testing';
+import { buildApp } from '../services/api/src/app';
+import { defaultPlugins } from '../services/api/src/plugins';
 import { startApi, type ApiHarness, type ApiResponse } from './api-harness';
 
 let h: ApiHarness;
@@ -97,16 +103,17 @@ test("the creator's effective limit caps: MCP_KEY_RATE_LIMIT or a plan lowered s
   expect((await byAdmin(t, plain.key, { per_minute: 30, burst: 40 })).status).toBe(201);
 });
 
-test("a key an MCP key makes without a rate_limit inherits the creator's figures where the default is higher", async () => {
+test("a key an MCP key makes without a rate_limit gets the default capped at the creator's figures, always stored as its own", async () => {
   const t = await h.tenant({ plan: 'enterprise' });
   const cases: [Limit | undefined, Limit & { source: string }, Limit | { per_minute: null; burst: null }][] = [
     // Both figures below MCP_KEY_RATE_LIMIT (50/100): the creator's, stored as the key's own.
     [{ per_minute: 20, burst: 30 }, { per_minute: 20, burst: 30, source: 'key' }, { per_minute: 20, burst: 30 }],
     // One below: that one from the creator, the other from the default.
     [{ per_minute: 80, burst: 60 }, { per_minute: 50, burst: 60, source: 'key' }, { per_minute: 50, burst: 60 }],
-    // None below (or no limit of its own): the default, as for any key.
-    [{ per_minute: 500, burst: 500 }, { per_minute: 50, burst: 100, source: 'default' }, { per_minute: null, burst: null }],
-    [undefined, { per_minute: 50, burst: 100, source: 'default' }, { per_minute: null, burst: null }],
+    // None below (or no limit of its own): the default's figures, stored as the key's own
+    // too, so the key does not follow a later raise of MCP_KEY_RATE_LIMIT past its creator.
+    [{ per_minute: 500, burst: 500 }, { per_minute: 50, burst: 100, source: 'key' }, { per_minute: 50, burst: 100 }],
+    [undefined, { per_minute: 50, burst: 100, source: 'key' }, { per_minute: 50, burst: 100 }],
   ];
   for (const [own, shown, columns] of cases) {
     const admin = await makeAdmin(t, own);
@@ -121,9 +128,44 @@ test("a key an MCP key makes without a rate_limit inherits the creator's figures
   for (let i = 0; i < 3; i++) calls.push((res = await h.call('GET', '/v1/mcp/health', { headers: { 'x-mcp-api-key': child.key } })).status);
   expect(calls).toEqual([200, 200, 429]);
   expect([res!.headers.get('x-ratelimit-scope'), res!.headers.get('x-ratelimit-limit')]).toEqual(['mcp_key', '3']);
-  // The control API's keys still get the default.
+  // The control API's keys still get the default, and follow it.
   const byApi = await h.call('POST', keysPath(t), { key: t.apiKey, body: { name: 'plain' } });
   expect(byApi.body.rate_limit).toEqual({ per_minute: 50, burst: 100, source: 'default' });
+  expect(await stored(byApi.body.id)).toEqual({ per_minute: null, burst: null });
+});
+
+test("a later raise of MCP_KEY_RATE_LIMIT does not lift a key an MCP key made above its creator's limit", async () => {
+  const t = await h.tenant({ plan: 'enterprise' });
+  // The creator's own 80/150 is above MCP_KEY_RATE_LIMIT (50/100): the child gets 50/100.
+  const admin = await makeAdmin(t, { per_minute: 80, burst: 150 });
+  const child = await byAdmin(t, admin.key);
+  const byApi = await h.call('POST', keysPath(t), { key: t.apiKey, body: { name: 'plain' } });
+  expect([child.status, child.body.rate_limit]).toEqual([201, { per_minute: 50, burst: 100, source: 'key' }]);
+
+  // The api restarted with MCP_KEY_RATE_LIMIT raised to 200/300 (same database and Redis).
+  const config = { ...h.api.context.config, mcpKeyRateLimit: { perMinute: 200, burst: 300 } };
+  const raised = buildApp({ prisma: h.prisma, pool: h.db.pool, redis: h.redis, producer: h.producer, config, logger: createLogger('api-test', 'error') }, defaultPlugins(config));
+  const server: Server = await new Promise((resolve) => {
+    const s = raised.app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const listed = (await (await fetch(`${url}${keysPath(t)}?limit=100`, { headers: { 'x-api-key': t.apiKey } })).json()) as { mcp_keys: { id: string; rate_limit: unknown }[] };
+    const view = (id: string) => listed.mcp_keys.find((k) => k.id === id)?.rate_limit;
+    // The child keeps what its creator could hand out; the creator keeps its own; a key made
+    // with the control API's credential follows the default up.
+    expect([view(child.body.id), view(admin.id), view(byApi.body.id)]).toEqual([
+      { per_minute: 50, burst: 100, source: 'key' },
+      { per_minute: 80, burst: 150, source: 'key' },
+      { per_minute: 200, burst: 300, source: 'default' },
+    ]);
+    // And its bucket is that limit: X-RateLimit-Limit names 50, not 200.
+    const res = await fetch(`${url}/v1/mcp/health`, { headers: { 'x-mcp-api-key': child.body.key } });
+    expect([res.status, res.headers.get('x-ratelimit-scope'), res.headers.get('x-ratelimit-limit')]).toEqual([200, 'mcp_key', '50']);
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
 });
 
 test('the OpenAPI document says so for the create operation', async () => {

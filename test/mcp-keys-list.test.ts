@@ -150,6 +150,46 @@ describe('Idempotency-Key on MCP key writes', () => {
     expect({ body: r2.body, replayed: r2.headers.get('idempotent-replayed') }).toEqual({ body: r1.body, replayed: 'true' });
   });
 
+  it("another credential's identical create is not a replay: an MCP administrator is checked and never handed a more privileged creator's key", async () => {
+    const t = await h.tenant();
+    // A narrow MCP administrator: health only, and a rate limit of 5/10.
+    const narrow = await h.call('POST', keys(t), { key: t.apiKey, body: { name: 'narrow', scopes: ['mcp:admin:keys', 'mcp:read:health'], rate_limit: { per_minute: 5, burst: 10 } } });
+    const mcp = { 'x-mcp-api-key': narrow.body.key as string };
+    const count = async () => (await h.db.pool.query(`SELECT count(*)::int AS n FROM api_keys WHERE tenant_id = $1 AND kind = 'mcp'`, [t.tenantId])).rows[0].n;
+
+    // The control API's credential makes a key with scopes the administrator lacks...
+    const wide = { 'idempotency-key': 'wide-create' };
+    const wideBody = { name: 'wide', scopes: ['mcp:read:health', 'mcp:read:logs'] };
+    const made = await h.call('POST', keys(t), { key: t.apiKey, body: wideBody, headers: wide });
+    expect(made.status).toBe(201);
+    // ...the administrator's identical request is checked on its own: 403, no key in the answer.
+    const refused = await h.call('POST', keys(t), { headers: { ...mcp, ...wide }, body: wideBody });
+    expect([refused.status, refused.body.required_scope, refused.body.key, refused.headers.get('idempotent-replayed')]).toEqual([403, 'mcp:read:logs', undefined, null]);
+
+    // ...and one with a rate limit above the administrator's: 422, not the original 201.
+    const fast = { 'idempotency-key': 'fast-create' };
+    const fastBody = { name: 'fast', scopes: ['mcp:read:health'], rate_limit: { per_minute: 100, burst: 100 } };
+    expect((await h.call('POST', keys(t), { key: t.apiKey, body: fastBody, headers: fast })).status).toBe(201);
+    const capped = await h.call('POST', keys(t), { headers: { ...mcp, ...fast }, body: fastBody });
+    expect([capped.status, capped.body.type, capped.body.key]).toEqual([422, 'https://hookline.dev/errors/unprocessable-entity', undefined]);
+    expect(await count()).toBe(3);
+
+    // A request the administrator may make: a key of its own, not the other credential's.
+    const same = { 'idempotency-key': 'same-create' };
+    const sameBody = { name: 'same', scopes: ['mcp:read:health'] };
+    const byApi = await h.call('POST', keys(t), { key: t.apiKey, body: sameBody, headers: same });
+    const byMcp = await h.call('POST', keys(t), { headers: { ...mcp, ...same }, body: sameBody });
+    expect([byApi.status, byMcp.status, byMcp.headers.get('idempotent-replayed')]).toEqual([201, 201, null]);
+    expect([byMcp.body.id === byApi.body.id, byMcp.body.key === byApi.body.key]).toEqual([false, false]);
+    // Made by the administrator, it carries the administrator's cap.
+    expect(byMcp.body.rate_limit).toMatchObject({ per_minute: 5, burst: 10 });
+    expect(await count()).toBe(5);
+    // Each credential's own repeat still replays its own answer.
+    const again = await h.call('POST', keys(t), { headers: { ...mcp, ...same }, body: sameBody });
+    expect([again.body, again.headers.get('idempotent-replayed')]).toEqual([byMcp.body, 'true']);
+    expect(await count()).toBe(5);
+  });
+
   it('is documented on every MCP key write, as on the control-API writes', async () => {
     const doc = (await h.call('GET', '/v1/openapi.json')).body;
     const header = (op: { parameters: { in: string; name: string }[] }) => op.parameters.find((p) => p.in === 'header' && p.name === 'Idempotency-Key');

@@ -71,9 +71,9 @@ export const destinationRoutes: AuthedRoute[] = [
       summary: 'Update a destination (partial; config keys merged; secret rotation)',
       description:
         'config keys are merged; config.headers, when sent, replaces the stored headers. Credential values are write-only: a credential header sent back as "[redacted]" keeps its stored value, and so does the masked URL (https://user:****@host/…) for the URL password. ' +
-        'Stored credentials are never carried to another origin: when url changes scheme, host or port, every stored credential header (names with authorization, cookie, auth, token, key, secret, password, signature, session or credential) must be sent again in clear in config.headers or left out of it (which removes it), and the URL password sent in clear or dropped. ' +
-        'A "[redacted]" placeholder, a stored credential header kept by not sending config.headers, or a masked URL across an origin change is a 400 validation-error naming each field (config.headers.<Name>, url), and nothing is written. ' +
-        'A PATCH that leaves url out or changes only its path or query keeps them. The signing secret is not affected: it signs deliveries and is never sent.',
+        'Stored credentials are never carried to another origin or cluster: when url changes scheme, host or port, or cluster_id changes (onto an edge cluster, whose agents would send them, between clusters, or off one), every stored credential header (names with authorization, cookie, auth, token, key, secret, password, signature, session or credential) must be sent again in clear in config.headers or left out of it (which removes it), and the URL password sent in clear or dropped. ' +
+        'A "[redacted]" placeholder, a stored credential header kept by not sending config.headers, a masked URL across an origin change, or, on a cluster_id change, a URL password kept by leaving url out or sending it masked is a 400 validation-error naming each field (config.headers.<Name>, url), and nothing is written. ' +
+        'A PATCH that leaves url out or changes only its path or query, and leaves cluster_id as it is, keeps them. The signing secret is not affected: it signs deliveries and is never sent.',
       tag: TAG,
       response: destinationView,
       errors: [404, 409, 422],

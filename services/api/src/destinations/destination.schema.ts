@@ -43,10 +43,15 @@ const fields = {
     maxLength: 2000,
     pattern: '^[Hh][Tt][Tt][Pp][Ss]?://',
     description:
-      'http(s) URL. Userinfo (https://user:password@host/…) is sent as HTTP Basic auth and is write-only: views show https://user:****@host/… (https://****@host/… when the user name is the only credential). Sending that masked URL back keeps the stored credential if the origin and user are unchanged; otherwise, or on create, a URL carrying **** is refused.',
+      'http(s) URL. Userinfo (https://user:password@host/…) is sent as HTTP Basic auth and is write-only: views show https://user:****@host/… (https://****@host/… when the user name is the only credential). Sending that masked URL back keeps the stored credential if the origin and user are unchanged and cluster_id does not change; otherwise, or on create, a URL carrying **** is refused. A PATCH changing cluster_id (onto an edge cluster, between clusters, or off one) must send url again with the credential in clear, or without it, when the stored URL carries one.',
   },
   method: { type: 'string', enum: ['POST', 'PUT', 'PATCH'] },
-  cluster_id: { type: ['string', 'null'], maxLength: 64 },
+  cluster_id: {
+    type: ['string', 'null'],
+    maxLength: 64,
+    description:
+      "The edge cluster whose agents deliver to this destination (null: Hookline's own deliverer). A PATCH changing it is an origin change for stored credentials: each stored credential header and the URL password must be sent again in clear or removed (400 validation-error naming config.headers.<Name> and url otherwise).",
+  },
   config: destinationConfig,
   signing_secret: { type: 'string', minLength: 16, maxLength: 1024, description: 'Write-only; generated (whsec_…) and returned once when omitted' },
 };
@@ -97,7 +102,7 @@ export const destinationView: JsonSchema = {
     config: {
       type: 'object',
       description:
-        'Delivery settings. Credential-bearing header values (authorization, cookie, names with auth, token, key, secret, password, signature, session or credential) are write-only and shown as "[redacted]"; a PATCH that sends "[redacted]" back keeps the stored value, unless it moves url to another origin (scheme, host or port): then each must be sent again in clear or removed. A secret-looking key stored before such keys were refused is shown as "[redacted]".',
+        'Delivery settings. Credential-bearing header values (authorization, cookie, names with auth, token, key, secret, password, signature, session or credential) are write-only and shown as "[redacted]"; a PATCH that sends "[redacted]" back keeps the stored value, unless it moves url to another origin (scheme, host or port) or changes cluster_id (onto an edge cluster, between clusters, or off one): then each must be sent again in clear or removed. A secret-looking key stored before such keys were refused is shown as "[redacted]".',
     },
     signing_secrets_count: { type: 'integer' },
     signing_secret: { type: 'string', description: 'Only in the create (or rotate) response' },

@@ -7,12 +7,14 @@ import { announce, duplicateName, lockNames, unresolved } from '../lib/config-wr
 import type { Destination } from '../lib/models';
 import { REDACTED, SECRET_LOOKING_KEY, secretLookingKeyErrors } from '../ingesters/secret-config-keys';
 import type { DestinationBody, DestinationConfigInput } from './destination.schema';
-import { hasMaskedCredentials, maskUrlCredentials, restoreUrlCredentials, URL_SECRET_MASK } from './url-credentials';
+import { hasMaskedCredentials, hasUserinfo, maskUrlCredentials, restoreUrlCredentials, URL_SECRET_MASK } from './url-credentials';
 
 // Header values that carry credentials are write-only, like the signing secret: views show
 // the placeholder, and a PATCH that sends the placeholder back keeps the stored value, unless
-// it moves the URL to another origin (then each must be sent again or removed, as the URL
-// password must: a write cannot send stored credentials to a server of its choosing).
+// it moves the URL to another origin or the destination to another cluster (cluster_id
+// changed: onto an edge cluster, between clusters, or off one). Then each must be sent again
+// or removed, as the URL password must: a write cannot send stored credentials to a server,
+// or to a cluster's agents, of its choosing.
 const SENSITIVE_HEADER = /^(authorization|proxy-authorization|cookie)$|auth|token|secret|key|passw|signature|session|credential/i;
 export { REDACTED };
 
@@ -64,9 +66,13 @@ function checkHeaders(config: DestinationConfigInput | undefined, errors: FieldE
   }
 }
 
-// A stored header value is not carried to another origin by placeholder or by omission.
-const MOVED_CREDENTIAL = 'is a stored credential header and the url moves to another origin (scheme, host or port): send config.headers with its value again in clear, or without it to remove it';
-const MOVED_PLACEHOLDER = 'is the redaction placeholder and the url moves to another origin (scheme, host or port): send the value again in clear, or leave the header out to remove it';
+// A stored credential is not carried to another origin or cluster by placeholder or by omission.
+const MOVED_ORIGIN = 'the url moves to another origin (scheme, host or port)';
+const MOVED_CLUSTER = 'cluster_id moves the destination to another cluster (or onto or off one), whose delivery agents would send it';
+type Move = typeof MOVED_ORIGIN | typeof MOVED_CLUSTER;
+const movedCredential = (move: Move) => `is a stored credential header and ${move}: send config.headers with its value again in clear, or without it to remove it`;
+const movedPlaceholder = (move: Move) => `is the redaction placeholder and ${move}: send the value again in clear, or leave the header out to remove it`;
+const movedUrlCredential = (move: Move) => `keeps the stored URL credential (sent as Basic auth) and ${move}: send url again with the credential in clear, or without it to remove it`;
 
 /** True when the two URLs differ in scheme, host or port (path, query and userinfo aside). */
 function originChanged(incoming: string, stored: string): boolean {
@@ -77,20 +83,26 @@ function originChanged(incoming: string, stored: string): boolean {
   }
 }
 
+/** True when a PATCH's cluster_id (undefined: not sent) puts the destination on another cluster, onto one or off one. */
+function clusterChanged(incoming: string | null | undefined, stored: string | null): boolean {
+  return incoming !== undefined && (incoming ?? null) !== stored;
+}
+
 /**
  * The headers a PATCH stores, each placeholder replaced by the stored value it stands for;
  * undefined when the PATCH leaves the stored headers as they are. When the URL moves to
- * another origin (scheme, host, port), nothing write-only is carried there unseen, as for the
- * URL password: a placeholder is refused, and so is every stored credential header the PATCH
- * would keep by not sending config.headers; each must be sent again in clear or left out of
- * the headers sent (which removes it).
+ * another origin (scheme, host, port) or the destination to another cluster (`moved`),
+ * nothing write-only is carried there unseen, as for the URL password: a placeholder is
+ * refused, and so is every stored credential header the PATCH would keep by not sending
+ * config.headers; each must be sent again in clear or left out of the headers sent (which
+ * removes it).
  */
-function headersToStore(config: DestinationConfigInput | undefined, stored: Record<string, unknown>, movedOrigin: boolean, errors: FieldError[]): Record<string, unknown> | undefined {
+function headersToStore(config: DestinationConfigInput | undefined, stored: Record<string, unknown>, moved: Move | null, errors: FieldError[]): Record<string, unknown> | undefined {
   const headers = config?.['headers'];
   if (!headers || typeof headers !== 'object') {
-    if (movedOrigin) {
+    if (moved) {
       for (const name of Object.keys(stored)) {
-        if (isCredentialHeader(name)) errors.push({ field: `config.headers.${name}`, message: MOVED_CREDENTIAL });
+        if (isCredentialHeader(name)) errors.push({ field: `config.headers.${name}`, message: movedCredential(moved) });
       }
     }
     return undefined;
@@ -99,7 +111,7 @@ function headersToStore(config: DestinationConfigInput | undefined, stored: Reco
   for (const [name, value] of entries) {
     if (value !== REDACTED) continue;
     if (typeof stored[name] !== 'string') errors.push({ field: `config.headers.${name}`, message: NOTHING_STORED });
-    else if (movedOrigin) errors.push({ field: `config.headers.${name}`, message: MOVED_PLACEHOLDER });
+    else if (moved) errors.push({ field: `config.headers.${name}`, message: movedPlaceholder(moved) });
   }
   return Object.fromEntries(entries.map(([name, value]) => [name, value === REDACTED ? stored[name] : value]));
 }
@@ -206,11 +218,20 @@ export async function patchDestination(app: AppContext, tenantId: string, id: st
     if (!current) throw AppError.notFound('destination');
     if (body.name && (await tx.destination.count({ where: { tenantId, name: body.name, state: { not: 'DELETED' }, id: { not: id } } }))) throw duplicateName('destination', body.name);
     // Checked together, before anything is written: the URL's mask, and the stored headers'
-    // placeholders (none carried to another origin).
+    // placeholders (none carried to another origin or another cluster). A cluster_id change
+    // is an origin change for this rule: the destination's requests are then sent by another
+    // cluster's agents (or by the central deliverer), so the stored URL credential and
+    // credential headers are not taken there unseen either, whether kept by omission or by
+    // the mask / placeholder.
     const invalid: FieldError[] = [];
     const url = body.url !== undefined ? urlToStore(body.url, current.url, invalid) : undefined;
-    const movedOrigin = body.url !== undefined && originChanged(body.url, current.url);
-    const headers = headersToStore(body.config, asObject(asObject(current.config)['headers']), movedOrigin, invalid);
+    const moved: Move | null =
+      body.url !== undefined && originChanged(body.url, current.url) ? MOVED_ORIGIN : clusterChanged(body.cluster_id, current.clusterId) ? MOVED_CLUSTER : null;
+    if (moved === MOVED_CLUSTER && hasUserinfo(current.url) && !invalid.some((e) => e.field === 'url')) {
+      // Kept by leaving url out, or by sending it back with the mask (restored above).
+      if (body.url === undefined || hasMaskedCredentials(body.url)) invalid.push({ field: 'url', message: movedUrlCredential(MOVED_CLUSTER) });
+    }
+    const headers = headersToStore(body.config, asObject(asObject(current.config)['headers']), moved, invalid);
     if (invalid.length) throw AppError.validation(invalid);
     const config = body.config ? { ...asObject(current.config), ...storeConfig(app, headers ? { ...body.config, headers } : body.config) } : undefined;
     if (config && body.config?.mtls === null) delete config['mtls'];

@@ -49,7 +49,10 @@ async function execute(app: AppContext, route: AuthedRoute, ctx: RequestContext,
     return reply;
   }
   if (!validIdempotencyKey(key)) throw AppError.validation([{ field: 'Idempotency-Key', message: 'must be 1-255 printable ASCII characters' }]);
-  const started = await startIdempotent(app, ctx.tenantId, key, requestHash(route.method, req.path, ctx.body ?? null));
+  // Per tenant and per credential (limits/idempotency.ts): another credential's identical
+  // request runs on its own, never answered with this one's stored (possibly secret) body.
+  const actor = actorOf(ctx.principal);
+  const started = await startIdempotent(app, ctx.tenantId, actor, key, requestHash(route.method, req.path, ctx.body ?? null));
   if (started.kind === 'replay') {
     res.setHeader('Idempotent-Replayed', 'true');
     return { status: started.status, body: started.body };
@@ -59,11 +62,11 @@ async function execute(app: AppContext, route: AuthedRoute, ctx: RequestContext,
     reply = await route.handler(ctx);
   } catch (err) {
     const failed = problemReply(err, ctx.requestId);
-    await finishIdempotent(app, ctx.tenantId, key, failed.status, failed.body);
+    await finishIdempotent(app, ctx.tenantId, actor, key, failed.status, failed.body);
     throw err;
   }
   res.locals['resourceId'] ??= idFromBody(reply.body);
-  await finishIdempotent(app, ctx.tenantId, key, reply.status, reply.body);
+  await finishIdempotent(app, ctx.tenantId, actor, key, reply.status, reply.body);
   return reply;
 }
 

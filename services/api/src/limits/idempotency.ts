@@ -3,10 +3,18 @@ import { AppError } from '@hookline/errors';
 import type { AppContext } from '../context';
 
 /**
- * Idempotency-Key on writes (24 h). The first request claims the key with an in-flight
- * row (status 0); the finished response is stored sealed (it may hold a secret shown
- * once). Same key + same request → the stored status and body; different request → 409
- * idempotency-conflict. A claim left in flight for a minute (crashed process) is retaken.
+ * Idempotency-Key on writes (24 h). Records are kept per tenant and per actor, the
+ * credential that made the request (`api_key:<id>`, `mcp_key:<id>`, `user:<id>`,
+ * `cluster:<id>`, as audited): another credential's request under the same key and body is
+ * not a replay but a request of its own, authorized and run as any other. A stored answer
+ * may hold a secret shown once (a created key, a signing secret, a cluster's hmac_key), and
+ * checks that depend on the caller (the scopes it may grant, a rate-limit cap) run only when
+ * a request runs, so only the credential that made it gets it back.
+ *
+ * The first request claims the key with an in-flight row (status 0); the finished response
+ * is stored sealed. Same key + same request → the stored status and body; different request
+ * → 409 idempotency-conflict. A claim left in flight for a minute (crashed process) is
+ * retaken.
  */
 const TTL = `interval '24 hours'`;
 const STALE_CLAIM = `interval '60 seconds'`;
@@ -30,8 +38,13 @@ export function validIdempotencyKey(key: string): boolean {
   return /^[\x21-\x7e]{1,255}$/.test(key);
 }
 
-export async function startIdempotent(app: AppContext, tenantId: string, key: string, hash: string): Promise<IdempotencyStart> {
-  const scope = `api:${tenantId}`;
+/** The record scope: the tenant acted on and the acting credential. */
+function scopeOf(tenantId: string, actor: string): string {
+  return `api:${tenantId}:${actor}`;
+}
+
+export async function startIdempotent(app: AppContext, tenantId: string, actor: string, key: string, hash: string): Promise<IdempotencyStart> {
+  const scope = scopeOf(tenantId, actor);
   const claimed = await app.pool.query(
     `INSERT INTO idempotency_records (scope, key, tenant_id, request_hash, status_code, response_body, expires_at)
      VALUES ($1, $2, $3, $4, 0, NULL, now() + ${TTL})
@@ -48,7 +61,7 @@ export async function startIdempotent(app: AppContext, tenantId: string, key: st
     [scope, key],
   );
   const row = rows[0];
-  if (!row) return startIdempotent(app, tenantId, key, hash); // deleted in between: claim again
+  if (!row) return startIdempotent(app, tenantId, actor, key, hash); // deleted in between: claim again
   if (row.request_hash !== hash) {
     throw new AppError('idempotency-conflict', 'This Idempotency-Key was already used with a different request.', { idempotency_key: key });
   }
@@ -58,8 +71,8 @@ export async function startIdempotent(app: AppContext, tenantId: string, key: st
 }
 
 /** Stores the outcome; a server error releases the key instead, so a retry runs again. */
-export async function finishIdempotent(app: AppContext, tenantId: string, key: string, status: number, body: unknown): Promise<void> {
-  const scope = `api:${tenantId}`;
+export async function finishIdempotent(app: AppContext, tenantId: string, actor: string, key: string, status: number, body: unknown): Promise<void> {
+  const scope = scopeOf(tenantId, actor);
   if (status >= 500) {
     await app.pool.query('DELETE FROM idempotency_records WHERE scope = $1 AND key = $2 AND status_code = 0', [scope, key]);
     return;

@@ -27,8 +27,9 @@ export interface McpDeps {
   /** RATE_LIMITS per plan, as the control API applies them (same Redis bucket per tenant). */
   rateLimits: Readonly<Record<PlanName, RateLimit>>;
   /**
-   * MCP_KEY_RATE_LIMIT: the bucket of an MCP key created without a `rate_limit` of its own,
-   * taken on top of its tenant's (mcp-rate-limit.ts); capped at the tenant's plan.
+   * MCP_KEY_RATE_LIMIT: the bucket of an MCP key created by a control-API credential without
+   * a `rate_limit` of its own, taken on top of its tenant's (mcp-rate-limit.ts); capped at the
+   * tenant's plan. A key an MCP key creates stores its figures at creation (mcp-key-limit.ts).
    */
   mcpKeyRateLimit: RateLimit;
   /** DEDICATED_POOLS (tenant id → pool): retries and replays go to `deliver.<pool>`; absent, to `deliver`. */

@@ -18,7 +18,8 @@ function above(asked: AskedLimit, cap: RateLimit, whose: { perMinute: string; bu
 }
 
 /**
- * The own rate limit to store for a new MCP key (null: none, it follows MCP_KEY_RATE_LIMIT).
+ * The own rate limit to store for a new MCP key (null: none, it follows MCP_KEY_RATE_LIMIT;
+ * only for a key made with a control-API credential and without `rate_limit`).
  *
  * Made with a control-API credential (`creator` null): what was asked, each figure at most
  * the tenant's plan (400 validation-error otherwise).
@@ -26,9 +27,11 @@ function above(asked: AskedLimit, cap: RateLimit, whose: { perMinute: string; bu
  * Made with an MCP key (`creator`: that key's effective limit, never above the plan's, so the
  * tighter bound): what was asked, each figure at most the creator's (422
  * unprocessable-entity otherwise, naming the figure and the creator's value), so an MCP
- * administrator cannot hand out more than it has. Asked for nothing, the new key gets the
- * creator's figures where MCP_KEY_RATE_LIMIT (capped at the plan) would give it more, stored
- * as its own limit (source `key`), so a later change of MCP_KEY_RATE_LIMIT does not lift it.
+ * administrator cannot hand out more than it has. Asked for nothing, the new key gets
+ * MCP_KEY_RATE_LIMIT (capped at the plan) and, per figure, no more than the creator's,
+ * always stored as its own limit (source `key`), also where the default is at or below the
+ * creator's: a later raise of MCP_KEY_RATE_LIMIT then lifts neither figure above what the
+ * creator could hand out when it made the key.
  * Refused, never clamped: what an admin asks for is what the key gets.
  */
 export function newKeyLimit(deps: Pick<McpDeps, 'rateLimits' | 'mcpKeyRateLimit'>, plan: PlanName, asked: AskedLimit | undefined, creator: RateLimit | null): RateLimit | null {
@@ -45,7 +48,8 @@ export function newKeyLimit(deps: Pick<McpDeps, 'rateLimits' | 'mcpKeyRateLimit'
     }
     return { perMinute: asked.per_minute, burst: asked.burst };
   }
+  // Always stored, even where the default is at or below the creator's figures: a key that
+  // followed MCP_KEY_RATE_LIMIT would rise with it, above its creator, once it is raised.
   const fallback = mcpKeyLimit(deps, plan, null).limit;
-  if (fallback.perMinute <= creator.perMinute && fallback.burst <= creator.burst) return null;
   return { perMinute: Math.min(fallback.perMinute, creator.perMinute), burst: Math.min(fallback.burst, creator.burst) };
 }

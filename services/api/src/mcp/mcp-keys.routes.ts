@@ -61,19 +61,23 @@ type Action<B> = (admin: KeyAdmin, req: Request, body: B) => Promise<Outcome>;
 
 /**
  * `Idempotency-Key` on a key-management write, as the control API's route pipeline applies it
- * to every write (http/pipeline.ts), in the same store (limits/idempotency.ts: per tenant,
- * 24 h, the response sealed since a create answers the key itself): the same key and request
- * (method, path, body) answer the original status and body with `Idempotent-Replayed: true`
- * and change nothing; another request under the key is a 409 idempotency-conflict. An error
- * outcome is kept too (a 5xx releases the key).
+ * to every write (http/pipeline.ts), in the same store (limits/idempotency.ts: per tenant and
+ * per credential, 24 h, the response sealed since a create answers the key itself): the same
+ * key and request (method, path, body) from the same credential answer the original status
+ * and body with `Idempotent-Replayed: true` and change nothing; another request under the key
+ * is a 409 idempotency-conflict. An error outcome is kept too (a 5xx releases the key).
+ * Another credential's identical request is not a replay: it is authorized and run on its
+ * own (its scopes, its rate-limit cap), so it never receives a key another credential made.
  */
-async function idempotent(deps: McpDeps, tenantId: string, req: Request, res: Response, run: () => Promise<Outcome>): Promise<Outcome> {
+async function idempotent(deps: McpDeps, admin: KeyAdmin, req: Request, res: Response, run: () => Promise<Outcome>): Promise<Outcome> {
+  const { tenantId } = admin;
+  const actor = `${admin.kind}:${admin.id}`;
   const header = req.headers['idempotency-key'];
   const key = Array.isArray(header) ? header[0] : header;
   if (key === undefined) return run();
   if (!validIdempotencyKey(key)) throw AppError.validation([{ field: 'Idempotency-Key', message: 'must be 1-255 printable ASCII characters' }]);
   const app = apiContextOf(deps, 'Idempotency-Key');
-  const started = await startIdempotent(app, tenantId, key, requestHash(req.method.toLowerCase(), req.path, (req.body as unknown) ?? null));
+  const started = await startIdempotent(app, tenantId, actor, key, requestHash(req.method.toLowerCase(), req.path, (req.body as unknown) ?? null));
   if (started.kind === 'replay') {
     res.setHeader('Idempotent-Replayed', 'true');
     const id = (started.body as { id?: unknown } | undefined)?.id;
@@ -84,10 +88,10 @@ async function idempotent(deps: McpDeps, tenantId: string, req: Request, res: Re
     out = await run();
   } catch (err) {
     const failed = problemReply(err, requestIdOf(res));
-    await finishIdempotent(app, tenantId, key, failed.status, failed.body);
+    await finishIdempotent(app, tenantId, actor, key, failed.status, failed.body);
     throw err;
   }
-  await finishIdempotent(app, tenantId, key, out.status, out.body);
+  await finishIdempotent(app, tenantId, actor, key, out.status, out.body);
   return out;
 }
 
@@ -107,7 +111,7 @@ function write<B = undefined>(deps: McpDeps, action: string, need: 'write' | 'el
         assertJsonBody(req);
         parsed = parseOr400(body, req.body);
       }
-      const out = await idempotent(deps, admin.tenantId, req, res, () => run(admin, req, parsed));
+      const out = await idempotent(deps, admin, req, res, () => run(admin, req, parsed));
       await audit(out.status, out.resourceId, out.params ?? {});
       send(res, { status: out.status, body: out.body });
     } catch (err) {

@@ -27,7 +27,7 @@ export const createKeyBody = z.object({
     })
     .strict()
     .describe(
-      "This key's own rate limit, taken on top of its tenant's plan limit; neither figure may exceed the plan's (400). Created with an MCP key, neither may exceed that key's own effective limit (422 unprocessable-entity naming the figure and that limit). Absent: MCP_KEY_RATE_LIMIT (default 60/120), capped at the plan; created with an MCP key whose limit is lower, that key's figures instead, stored as this key's own",
+      "This key's own rate limit, taken on top of its tenant's plan limit; neither figure may exceed the plan's (400). Created with an MCP key, neither may exceed that key's own effective limit (422 unprocessable-entity naming the figure and that limit). Absent: MCP_KEY_RATE_LIMIT (default 60/120), capped at the plan, followed as it changes; created with an MCP key, those figures at creation, each at most that key's own effective one, stored as this key's own (source key), so a later raise of MCP_KEY_RATE_LIMIT does not lift it",
     )
     .optional(),
 }).strict();

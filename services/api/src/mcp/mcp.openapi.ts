@@ -2,7 +2,7 @@ import * as z from 'zod';
 import { MANIFEST_SCHEMA } from '@hookline/evidence';
 import { listOf } from '../http/schemas';
 import type { ExtraPaths } from '../openapi/build-openapi';
-import { ERROR_DESCRIPTIONS, QUERY_PARAMETERS } from '../openapi/components';
+import { ERROR_DESCRIPTIONS, IDEMPOTENCY_KEY_PARAMETER, QUERY_PARAMETERS } from '../openapi/components';
 import { jsonSchemaOf } from '../openapi/evidence-schemas';
 import { createKeyBody } from './mcp-keys';
 import { bundleSchema, deliverySchema, healthSchema, logEntrySchema, planeSchema } from './tools/output-schemas';
@@ -91,13 +91,7 @@ const keyView = {
 /** The list parameters of every control-API list (build-openapi.ts): cursor mode, or offset mode when offset is sent. */
 const pageParams = (['limit', 'cursor', 'offset'] as const).map((q) => ({ name: q, in: 'query', required: false, ...QUERY_PARAMETERS[q] }));
 /** As on every control-API write (build-openapi.ts); kept in the same store. */
-const idempotencyKeyParam = {
-  name: 'Idempotency-Key',
-  in: 'header',
-  required: false,
-  description: 'Kept 24 h: the same key and body return the original status and body',
-  schema: { type: 'string', maxLength: 255 },
-};
+const idempotencyKeyParam = IDEMPOTENCY_KEY_PARAMETER;
 
 const KEY_ACCESS =
   "A control-API credential (read:api-keys to list, write:api-keys to change) or an MCP key with mcp:admin:keys; enabling a write group needs write:api-keys. Writes are audited. Rate-limited per tenant as the control API (the caller's tenant and plan) and, when called with an MCP key, by that key's own bucket too (see the MCP endpoint).";

@@ -1,5 +1,5 @@
 import { isWrite, type RouteDef } from '../http/route';
-import { ERROR_DESCRIPTIONS, problemSchema, QUERY_PARAMETERS, securitySchemes } from './components';
+import { ERROR_DESCRIPTIONS, IDEMPOTENCY_KEY_PARAMETER, problemSchema, QUERY_PARAMETERS, securitySchemes } from './components';
 
 type Doc = Record<string, unknown>;
 
@@ -26,7 +26,7 @@ function operation(route: RouteDef): Doc {
     params.push({ name: 'X-Tenant-ID', in: 'header', required: false, description: "Tenant to act on; must be the credential's", schema: { type: 'string' } });
   }
   if (route.auth !== 'none' && isWrite(route.method)) {
-    params.push({ name: 'Idempotency-Key', in: 'header', required: false, description: 'Kept 24 h: the same key and body return the original status and body', schema: { type: 'string', maxLength: 255 } });
+    params.push({ ...IDEMPOTENCY_KEY_PARAMETER });
   }
   const status = route.doc.status ?? (route.method === 'post' ? 201 : 200);
   const responses: Doc = {

@@ -65,3 +65,13 @@ export const securitySchemes = {
     description: 't=<unix s>,v1=<hex HMAC-SHA256(cluster key, "<t>.<raw body>")>, plus X-Service-Timestamp: <unix s>',
   },
 };
+
+/** The Idempotency-Key header of every control-API write (the MCP key writes too: one store). */
+export const IDEMPOTENCY_KEY_PARAMETER = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Kept 24 h per credential: the same key and body from the same credential return the original status and body (Idempotent-Replayed: true); another body is 409 idempotency-conflict; another credential\'s request with the same key is its own request',
+  schema: { type: 'string', maxLength: 255 },
+};
