@@ -5,6 +5,7 @@
 // writer sees the first's commit. One statement doing all of it would read from a snapshot
 // taken before the lock, and both writers would miss each other.
 import { newId, type Pool } from '@hookline/db';
+import { waitFor } from '@hookline/testing';
 import { CLAIMABLE_SQL, recordOutcomes, recordOwnedOutcomes, type Decision, type Outcome } from '@hookline/delivery';
 import { insertFlow } from './router-fixtures';
 import { claimDeliveries } from '../services/deliverer/src/claim-deliveries';
@@ -136,4 +137,35 @@ test('the function is called with its arguments in delivery id order whatever th
   calls.length = 0;
   await recordOutcomes(pool, 'edge', [mk('dlv_2', 1, { status: 'delivered' }), mk('dlv_1', 1, { status: 'delivered' })], { via: 'edge' });
   expect(calls[0]![2]).toEqual(['dlv_1', 'dlv_2']);
+});
+
+test('a deadlock victim is written again: both outcomes recorded once, for every caller of recordOwnedOutcomes', async () => {
+  const { eventId, deliveries } = await fannedOut(2);
+  const [a, b] = [...deliveries].sort((x, y) => (x.id < y.id ? -1 : 1));
+  // Another transaction (a lifecycle change, say) holds b and, once the outcome call waits
+  // for b while holding a, asks for a: a lock cycle. The outcome call's backend checks for
+  // deadlocks after the server's deadlock_timeout (1 s); this one only after 10 s, so the
+  // outcome call is the one PostgreSQL aborts.
+  const other = await h.db.pool.connect();
+  try {
+    await other.query(`SET deadlock_timeout = '10s'`);
+    await other.query('BEGIN');
+    await other.query('SELECT 1 FROM deliveries WHERE id = $1 FOR UPDATE', [b!.id]);
+    const written = recordOwnedOutcomes(h.db.pool, [
+      { leaseOwner: b!.owner, outcomes: [outcome(b!.id, eventId, { status: 'delivered' })] },
+      { leaseOwner: a!.owner, outcomes: [outcome(a!.id, eventId, { status: 'delivered' })] },
+    ]);
+    await waitFor(async () => (await h.db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%record_delivery_outcomes%'`)).rowCount! > 0, { what: 'the outcome call waiting for b' });
+    await other.query('SELECT 1 FROM deliveries WHERE id = $1 FOR UPDATE', [a!.id]);
+    await other.query('COMMIT');
+    expect(await written).toHaveLength(2);
+  } finally {
+    await other.query('ROLLBACK').catch(() => undefined);
+    other.release();
+  }
+  for (const d of [a!, b!]) {
+    expect((await h.row(d.id)).status).toBe('delivered');
+    expect(await h.attempts(d.id)).toHaveLength(1);
+  }
+  expect((await h.event(eventId)).status).toBe('delivered');
 });

@@ -1,4 +1,4 @@
-import { newId, type Pool } from '@hookline/db';
+import { newId, retryingDeadlocks, type Pool } from '@hookline/db';
 import { CLAIMABLE_SQL } from './lease';
 import type { Decision } from './retry-policy';
 import type { SendResult } from './send-result';
@@ -53,11 +53,17 @@ export async function recordOutcomes(pool: Pool, leaseOwner: string, all: Outcom
 export async function recordOwnedOutcomes(pool: Pool, groups: OwnedOutcomes[], opts: RecordOptions = {}): Promise<Outcome[]> {
   const owned = groups.flatMap((g) => g.outcomes.map((o) => ({ o, owner: g.leaseOwner })));
   if (owned.length === 0) return [];
+  // A deadlock victim (a lifecycle change locking the same deliveries) changed nothing: the
+  // call (one statement) or the edge transaction runs again, for every caller alike.
   if (!opts.onlyHeld) {
-    await pool.query(RECORD_SQL, recordParams(owned, opts));
+    await retryingDeadlocks(() => pool.query(RECORD_SQL, recordParams(owned, opts)));
     return owned.map((x) => x.o);
   }
-  // Edge reports: only the deliveries whose lease still holds, locked before they are written.
+  return retryingDeadlocks(() => recordHeldOutcomes(pool, owned, opts));
+}
+
+/** Edge reports: only the deliveries whose lease still holds, locked before they are written. */
+async function recordHeldOutcomes(pool: Pool, owned: { o: Outcome; owner: string }[], opts: RecordOptions): Promise<Outcome[]> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
@@ -90,8 +96,11 @@ const byDeliveryId = (a: { o: Outcome }, b: { o: Outcome }): number =>
  * key checks (FOR KEY SHARE on each delivery) lock rows in array order; every other
  * statement that locks many deliveries (a destination's disable, enable and delete,
  * through the trigger on destinations.state or closeOpenDeliveries; the edge reports'
- * SELECT … FOR UPDATE) takes them in id order too, so two of them cannot deadlock over
- * the same deliveries. Every caller of the function builds its arguments here.
+ * SELECT … FOR UPDATE) takes them in id order too, which makes a lock cycle between
+ * them unlikely but not impossible (the foreign key checks lock at the statement's end,
+ * after the UPDATE's rows; a row whose lease was lost is locked only then): a deadlock
+ * victim is run again (recordOwnedOutcomes). Every caller of the function builds its
+ * arguments here.
  */
 function recordParams(unsorted: ReadonlyArray<{ o: Outcome; owner: string }>, opts: RecordOptions): unknown[] {
   const rows = [...unsorted].sort(byDeliveryId);

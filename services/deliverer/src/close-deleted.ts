@@ -16,7 +16,7 @@ import { closeDeletedOwnersDeliveries } from '@hookline/delivery';
 // not; this is the safety net). Such rows are closed within one JANITOR_INTERVAL_MS.
 //
 // One replica at a time (advisory try-lock); each run closes at most `batchSize` per kind,
-// in one transaction (rows locked in id order, locked ones skipped: a row someone holds is
+// one transaction per kind (rows locked in id order, locked ones skipped: a row someone holds is
 // taken at the next run), so a big backlog is closed over several runs.
 
 export interface JanitorInput {
@@ -37,10 +37,12 @@ export const JANITOR_RECENT_MS = 15 * 60_000;
 
 /** One janitor run; null when another replica holds the lock. */
 export async function closeDeletedDeliveries(pool: Pool, input: JanitorInput = { batchSize: JANITOR_BATCH_SIZE, deletedWithinMs: null }): Promise<JanitorResult | null> {
-  return withTryLock(pool, 'hookline-deliverer-janitor', async (client) => ({
-    destination: await closeDeletedOwnersDeliveries(client, 'destination', input.batchSize, input.deletedWithinMs),
-    flow: await closeDeletedOwnersDeliveries(client, 'flow', input.batchSize, input.deletedWithinMs),
-  }));
+  // Destinations, then flows, each in its own transaction: each roll-up locks its events in
+  // id order, and two roll-ups in one transaction could take them out of order.
+  const destination = await withTryLock(pool, 'hookline-deliverer-janitor', (client) => closeDeletedOwnersDeliveries(client, 'destination', input.batchSize, input.deletedWithinMs));
+  if (destination === null) return null;
+  const flow = await withTryLock(pool, 'hookline-deliverer-janitor', (client) => closeDeletedOwnersDeliveries(client, 'flow', input.batchSize, input.deletedWithinMs));
+  return { destination, flow: flow ?? 0 };
 }
 
 /**

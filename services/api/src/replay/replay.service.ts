@@ -1,4 +1,4 @@
-import { withTransaction, type Pool } from '@hookline/db';
+import { retryingDeadlocks, withTransaction, type Pool } from '@hookline/db';
 import { flowActiveSql, freeSql, shownStatusSql } from '@hookline/delivery';
 import { AppError } from '@hookline/errors';
 import type { AppContext } from '../context';
@@ -59,14 +59,16 @@ async function lockOwners(client: Pick<Pool, 'query'>, destinationIds: readonly 
 export async function retryEvent(app: ReplayDeps, tenantId: string, eventId: string): Promise<string[]> {
   const { rows: evt } = await app.pool.query('SELECT 1 FROM events WHERE id = $1 AND tenant_id = $2', [eventId, tenantId]);
   if (!evt.length) throw AppError.notFound('event');
-  const rows = await withTransaction(app.pool, async (client) => {
+  // A deadlock victim (against a flow's apply, which locks the flow and then its
+  // destination) changed nothing: the whole transaction runs again; enqueues come after it.
+  const rows = await retryingDeadlocks(() => withTransaction(app.pool, async (client) => {
     const { rows: owners } = await client.query<{ destination_ids: string[] | null; flow_ids: string[] | null }>(RETRY_OWNERS_SQL, [tenantId, eventId]);
     const destinationIds = owners[0]?.destination_ids ?? [];
     const flowIds = owners[0]?.flow_ids ?? [];
     if (!destinationIds.length) return [];
     await lockOwners(client, destinationIds, flowIds);
     return (await client.query<{ id: string; held: boolean }>(RETRY_SQL, [tenantId, eventId, destinationIds, flowIds])).rows;
-  });
+  }));
   if (!rows.length) throw await explainNoRetry(app, tenantId, eventId);
   await enqueueDeliveries(app, rows.filter((r) => !r.held).map((r) => r.id), poolOf(app.pools, tenantId));
   return rows.map((r) => r.id);
@@ -158,7 +160,7 @@ RETURNING d.id, d.event_id`;
  */
 export async function replayMatching(app: ReplayDeps, tenantId: string, f: ReplayFilter): Promise<{ id: string; eventId: string }[]> {
   const params = [tenantId, f.deliveryIds ?? null, f.status ? [f.status] : f.deliveryIds ? REPLAYABLE : ['exhausted'], f.destinationId ?? null, f.since ?? null, f.until ?? null, f.limit];
-  const replayed = await withTransaction(app.pool, async (client) => {
+  const replayed = await retryingDeadlocks(() => withTransaction(app.pool, async (client) => {
     const { rows: candidates } = await client.query<{ id: string; destination_id: string; flow_id: string }>(REPLAY_CANDIDATES_SQL, params);
     if (!candidates.length) return [];
     await lockOwners(client, [...new Set(candidates.map((c) => c.destination_id))], [...new Set(candidates.map((c) => c.flow_id))]);
@@ -167,7 +169,7 @@ export async function replayMatching(app: ReplayDeps, tenantId: string, f: Repla
       await client.query(`UPDATE events SET status = 'replayed', updated_at = now() WHERE id = ANY($1::text[])`, [[...new Set(rows.map((r) => r.event_id))]]);
     }
     return rows.map((r) => ({ id: r.id, eventId: r.event_id }));
-  });
+  }));
   await enqueueDeliveries(app, replayed.map((r) => r.id), poolOf(app.pools, tenantId));
   return replayed;
 }
