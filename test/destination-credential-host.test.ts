@@ -218,3 +218,16 @@ describe('a PATCH changing cluster_id', () => {
     expect([off.status, (await row(d.id)).cluster_id]).toEqual([200, null]);
   });
 });
+
+it('refuses an empty cluster_id on create and PATCH (it would name a cluster nobody serves), writing nothing', async () => {
+  const t = await h.tenant();
+  const path = `/v1/tenants/${t.tenantId}/destinations`;
+  const made = await h.call('POST', path, { key: t.apiKey, body: { name: 'empty-cluster', url: 'https://example.test/h', cluster_id: '' } });
+  expect([made.status, made.body.type, made.body.errors?.[0]?.field]).toEqual([400, VALIDATION, 'cluster_id']);
+  expect((await h.db.pool.query('SELECT count(*)::int AS n FROM destinations WHERE tenant_id = $1', [t.tenantId])).rows[0].n).toBe(0);
+  const d = await destination(t, 'https://example.test/h');
+  const before = await row(d.id);
+  const patched = await h.call('PATCH', d.path, { key: t.apiKey, body: { cluster_id: '' } });
+  expect([patched.status, patched.body.errors?.[0]?.field]).toEqual([400, 'cluster_id']);
+  expect(await row(d.id)).toEqual(before);
+});

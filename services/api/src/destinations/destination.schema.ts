@@ -48,6 +48,7 @@ const fields = {
   method: { type: 'string', enum: ['POST', 'PUT', 'PATCH'] },
   cluster_id: {
     type: ['string', 'null'],
+    minLength: 1,
     maxLength: 64,
     description:
       "The edge cluster whose agents deliver to this destination (null: Hookline's own deliverer). A PATCH changing it is an origin change for stored credentials: each stored credential header and the URL password must be sent again in clear or removed (400 validation-error naming config.headers.<Name> and url otherwise).",
