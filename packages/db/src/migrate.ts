@@ -51,8 +51,12 @@ export async function migrate(url: string, dir = MIGRATIONS_DIR, log: (m: string
     await createSchema(client, schema);
     await client.query(`SET search_path TO "${schema}"`);
     await client.query(BOOKKEEPING);
-    const done = new Set(
-      (await client.query<{ migration_name: string }>('SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL')).rows.map((r) => r.migration_name),
+    const done = new Map(
+      (
+        await client.query<{ migration_name: string; checksum: string }>(
+          'SELECT migration_name, checksum FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL',
+        )
+      ).rows.map((r) => [r.migration_name, r.checksum]),
     );
     const folders = readdirSync(dir, { withFileTypes: true })
       .filter((d) => d.isDirectory() && existsSync(join(dir, d.name, 'migration.sql')))
@@ -60,9 +64,18 @@ export async function migrate(url: string, dir = MIGRATIONS_DIR, log: (m: string
       .sort();
     const applied: string[] = [];
     for (const name of folders) {
-      if (done.has(name)) continue;
       const sql = readFileSync(join(dir, name, 'migration.sql'), 'utf8');
       const checksum = createHash('sha256').update(sql).digest('hex');
+      // Applied already: skipped by name, but only if it is still the file that was applied
+      // (Prisma's checksum: sha256 of migration.sql). A migration edited after it ran would
+      // otherwise leave this database without the edit, silently.
+      const appliedChecksum = done.get(name);
+      if (appliedChecksum !== undefined) {
+        if (appliedChecksum !== checksum) {
+          throw new Error(`migration ${name} was changed after it was applied to schema "${schema}" (checksum ${appliedChecksum.slice(0, 12)}… applied, ${checksum.slice(0, 12)}… now): restore the applied file, or add the change as a new migration`);
+        }
+        continue;
+      }
       await client.query('BEGIN');
       try {
         await client.query(sql);
