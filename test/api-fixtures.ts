@@ -57,3 +57,10 @@ export async function insertUser(h: ApiHarness, tenantId: string, email: string,
   await h.db.pool.query('INSERT INTO users (id, tenant_id, email, password_hash) VALUES ($1, $2, $3, $4)', [id, tenantId, email, await hashPassword(password)]);
   return id;
 }
+
+/** Moves a pipeline's destination or flow through the API: disable, then for DELETED also delete; each answers 200. */
+export async function setOwnerState(h: ApiHarness, t: { tenantId: string; apiKey: string }, kind: 'destinations' | 'delivery-flows', id: string, to: 'DISABLED' | 'DELETED'): Promise<void> {
+  const base = `/v1/tenants/${t.tenantId}/${kind}/${id}`;
+  expect((await h.call('POST', `${base}/disable`, { key: t.apiKey })).status).toBe(200);
+  if (to === 'DELETED') expect((await h.call('DELETE', base, { key: t.apiKey })).status).toBe(200);
+}

@@ -7,7 +7,7 @@ import { closeOpenDeliveries, closeOpenSql } from '@hookline/delivery';
 import { waitFor } from '@hookline/testing';
 import { closeDeletedDeliveries, createJanitor } from '../services/deliverer/src/close-deleted';
 import { startApi, type ApiHarness } from './api-harness';
-import { createPipeline, insertDelivery, insertEvent, type Pipeline } from './api-fixtures';
+import { createPipeline, insertDelivery, insertEvent, setOwnerState, type Pipeline } from './api-fixtures';
 
 jest.setTimeout(60_000);
 
@@ -41,13 +41,6 @@ async function delivery(tenantId: string, p: Pipeline, status: string, opts: { h
   return { id, eventId };
 }
 
-async function lifecycle(t: { tenantId: string; apiKey: string }, path: string, ...steps: ('disable' | 'delete')[]): Promise<void> {
-  const base = `/v1/tenants/${t.tenantId}/${path}`;
-  for (const step of steps) {
-    const res = step === 'delete' ? await h.call('DELETE', base, { key: t.apiKey }) : await h.call('POST', `${base}/disable`, { key: t.apiKey });
-    expect(res.status).toBe(200);
-  }
-}
 
 describe('the janitor', () => {
   it('closes open deliveries created after their destination or flow was deleted, as the delete does; others are untouched', async () => {
@@ -57,10 +50,10 @@ describe('the janitor', () => {
     const offDst = await createPipeline(h, t.tenantId, t.apiKey, 'off-dst');
     const offFlow = await createPipeline(h, t.tenantId, t.apiKey, 'off-flow');
     const live = await createPipeline(h, t.tenantId, t.apiKey, 'live');
-    await lifecycle(t, `destinations/${goneDst.destinationId}`, 'disable', 'delete');
-    await lifecycle(t, `delivery-flows/${goneFlow.flowId}`, 'disable', 'delete');
-    await lifecycle(t, `destinations/${offDst.destinationId}`, 'disable');
-    await lifecycle(t, `delivery-flows/${offFlow.flowId}`, 'disable');
+    await setOwnerState(h, t, 'destinations', goneDst.destinationId, 'DELETED');
+    await setOwnerState(h, t, 'delivery-flows', goneFlow.flowId, 'DELETED');
+    await setOwnerState(h, t, 'destinations', offDst.destinationId, 'DISABLED');
+    await setOwnerState(h, t, 'delivery-flows', offFlow.flowId, 'DISABLED');
 
     // A stale router (its cache still saw them ACTIVE) inserts after the deletes committed.
     const dstOpen = [await delivery(t.tenantId, goneDst, 'pending'), await delivery(t.tenantId, goneDst, 'failed'), await delivery(t.tenantId, goneDst, 'replaying'), await delivery(t.tenantId, goneDst, 'pending', { leasedBy: 'deliverer-x:1' })];
@@ -97,7 +90,7 @@ describe('the janitor', () => {
   it('closes a bounded batch per run, and only one replica runs at a time', async () => {
     const t = await h.tenant();
     const p = await createPipeline(h, t.tenantId, t.apiKey, 'batch');
-    await lifecycle(t, `destinations/${p.destinationId}`, 'disable', 'delete');
+    await setOwnerState(h, t, 'destinations', p.destinationId, 'DELETED');
     const ds = [await delivery(t.tenantId, p, 'pending'), await delivery(t.tenantId, p, 'pending'), await delivery(t.tenantId, p, 'failed')];
 
     // Another replica's run holds the janitor's lock.
@@ -122,7 +115,7 @@ describe('the janitor', () => {
   it('runs full passes until one closes less than a batch, then looks only at owners deleted recently', async () => {
     const t = await h.tenant();
     const old = await createPipeline(h, t.tenantId, t.apiKey, 'old');
-    await lifecycle(t, `destinations/${old.destinationId}`, 'disable', 'delete');
+    await setOwnerState(h, t, 'destinations', old.destinationId, 'DELETED');
     // Deleted an hour ago (before the janitor existed, say), with open deliveries left.
     await h.db.pool.query(`UPDATE destinations SET updated_at = now() - interval '1 hour' WHERE id = $1`, [old.destinationId]);
     const left = [await delivery(t.tenantId, old, 'pending'), await delivery(t.tenantId, old, 'failed'), await delivery(t.tenantId, old, 'pending')];
@@ -134,7 +127,7 @@ describe('the janitor', () => {
     // From now on only recent deletes: a late row of the old one stays, a recent one's is closed.
     const late = await delivery(t.tenantId, old, 'pending');
     const recent = await createPipeline(h, t.tenantId, t.apiKey, 'recent');
-    await lifecycle(t, `destinations/${recent.destinationId}`, 'disable', 'delete');
+    await setOwnerState(h, t, 'destinations', recent.destinationId, 'DELETED');
     const fresh = await delivery(t.tenantId, recent, 'pending');
     expect(await run()).toEqual({ destination: 1, flow: 0 });
     expect([(await row(late.id)).status, (await row(fresh.id)).status]).toEqual(['pending', 'exhausted']);
@@ -159,8 +152,8 @@ describe('the janitor', () => {
       [bulk.tenantId, q.flowId, q.destinationId],
     );
     const f = await createPipeline(h, t.tenantId, t.apiKey, 'plan-flow');
-    await lifecycle(t, `destinations/${p.destinationId}`, 'disable', 'delete');
-    await lifecycle(t, `delivery-flows/${f.flowId}`, 'disable', 'delete');
+    await setOwnerState(h, t, 'destinations', p.destinationId, 'DELETED');
+    await setOwnerState(h, t, 'delivery-flows', f.flowId, 'DELETED');
     await delivery(t.tenantId, p, 'pending');
     await delivery(t.tenantId, f, 'pending');
     await h.db.pool.query('ANALYZE');

@@ -3,7 +3,7 @@
 // DELETED destination or a flow that is not ACTIVE → left as it is. Nothing retryable →
 // 409 with the problem replay gives for an inactive destination (or flow).
 import { startApi, type ApiHarness } from './api-harness';
-import { createPipeline, insertDelivery, insertEvent, type Pipeline } from './api-fixtures';
+import { createPipeline, insertDelivery, insertEvent, setOwnerState, type Pipeline } from './api-fixtures';
 
 let h: ApiHarness;
 beforeAll(async () => {
@@ -20,13 +20,6 @@ async function queuedDeliveryIds(): Promise<string[]> {
 
 const status = async (id: string): Promise<string> => (await h.db.pool.query('SELECT status::text AS status FROM deliveries WHERE id = $1', [id])).rows[0].status;
 
-/** Moves a pipeline's destination or flow to `state` through the API (delete: disable first). */
-async function setState(t: { tenantId: string; apiKey: string }, kind: 'destinations' | 'delivery-flows', id: string, to: 'DISABLED' | 'DELETED'): Promise<void> {
-  const base = `/v1/tenants/${t.tenantId}/${kind}/${id}`;
-  expect((await h.call('POST', `${base}/disable`, { key: t.apiKey })).status).toBe(200);
-  if (to === 'DELETED') expect((await h.call('DELETE', base, { key: t.apiKey })).status).toBe(200);
-}
-
 describe('retry and the destination and flow states', () => {
   it('retries deliveries of ACTIVE destinations (enqueued) and DISABLED ones (held until enabled), not those of DELETED destinations or inactive flows', async () => {
     const t = await h.tenant();
@@ -35,10 +28,10 @@ describe('retry and the destination and flow states', () => {
     const deleted = await createPipeline(h, t.tenantId, t.apiKey, 'deleted');
     const flowOff = await createPipeline(h, t.tenantId, t.apiKey, 'flowoff');
     const flowGone = await createPipeline(h, t.tenantId, t.apiKey, 'flowgone');
-    await setState(t, 'destinations', disabled.destinationId, 'DISABLED');
-    await setState(t, 'destinations', deleted.destinationId, 'DELETED');
-    await setState(t, 'delivery-flows', flowOff.flowId, 'DISABLED');
-    await setState(t, 'delivery-flows', flowGone.flowId, 'DELETED');
+    await setOwnerState(h, t, 'destinations', disabled.destinationId, 'DISABLED');
+    await setOwnerState(h, t, 'destinations', deleted.destinationId, 'DELETED');
+    await setOwnerState(h, t, 'delivery-flows', flowOff.flowId, 'DISABLED');
+    await setOwnerState(h, t, 'delivery-flows', flowGone.flowId, 'DELETED');
 
     const evt = await insertEvent(h, t.tenantId, active.ingesterId, { status: 'dlq_queued' });
     const make = (p: Pipeline, s: string) => insertDelivery(h, t.tenantId, evt, p, { status: s, attempts: 5 });
@@ -74,7 +67,7 @@ describe('retry and the destination and flow states', () => {
   it('answers 409 destination_not_active, as replay does, when the only failed deliveries belong to a DELETED destination', async () => {
     const t = await h.tenant();
     const p = await createPipeline(h, t.tenantId, t.apiKey);
-    await setState(t, 'destinations', p.destinationId, 'DELETED');
+    await setOwnerState(h, t, 'destinations', p.destinationId, 'DELETED');
     const evt = await insertEvent(h, t.tenantId, p.ingesterId, { status: 'dlq_queued' });
     const dlv = await insertDelivery(h, t.tenantId, evt, p, { status: 'exhausted', attempts: 5 });
 
@@ -91,7 +84,7 @@ describe('retry and the destination and flow states', () => {
 
     // The flat route and a flow that is not ACTIVE: the same shape, flow_not_active.
     const q = await createPipeline(h, t.tenantId, t.apiKey, 'q');
-    await setState(t, 'delivery-flows', q.flowId, 'DISABLED');
+    await setOwnerState(h, t, 'delivery-flows', q.flowId, 'DISABLED');
     const evt2 = await insertEvent(h, t.tenantId, q.ingesterId, { status: 'failed' });
     const dlv2 = await insertDelivery(h, t.tenantId, evt2, q, { status: 'failed', attempts: 1 });
     const flat = await h.call('POST', '/v1/retry', { key: t.apiKey, body: { event_id: evt2 } });
@@ -116,7 +109,7 @@ describe('enabling a destination or a flow', () => {
   it('hands its due held deliveries to the deliverer at once; ones not yet due keep their schedule', async () => {
     const t = await h.tenant();
     const p = await createPipeline(h, t.tenantId, t.apiKey);
-    await setState(t, 'destinations', p.destinationId, 'DISABLED');
+    await setOwnerState(h, t, 'destinations', p.destinationId, 'DISABLED');
     const e1 = await insertEvent(h, t.tenantId, p.ingesterId);
     const e2 = await insertEvent(h, t.tenantId, p.ingesterId, { status: 'failed' });
     const held = await insertDelivery(h, t.tenantId, e1, p, { status: 'pending', at: new Date(Date.now() - 5_000) });
@@ -134,7 +127,7 @@ describe('enabling a destination or a flow', () => {
 
     // A disabled flow's held delivery: the same on the flow's enable.
     const q = await createPipeline(h, t.tenantId, t.apiKey, 'q');
-    await setState(t, 'delivery-flows', q.flowId, 'DISABLED');
+    await setOwnerState(h, t, 'delivery-flows', q.flowId, 'DISABLED');
     const flowHeld = await insertDelivery(h, t.tenantId, await insertEvent(h, t.tenantId, q.ingesterId), q, { status: 'pending', at: new Date(Date.now() - 5_000) });
     expect(await queuedDeliveryIds()).not.toContain(flowHeld);
     await h.call('POST', `/v1/tenants/${t.tenantId}/delivery-flows/${q.flowId}/enable`, { key: t.apiKey });

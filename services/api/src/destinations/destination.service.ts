@@ -5,7 +5,7 @@ import type { AppContext } from '../context';
 import { asObject, iso } from '../lib/format';
 import { announce, duplicateName, lockNames, unresolved } from '../lib/config-writes';
 import type { Destination } from '../lib/models';
-import { REDACTED, SECRET_LOOKING_KEY, secretLookingKeyErrors } from '../ingesters/secret-config-keys';
+import { REDACTED, redactSecretLookingKeys, SECRET_LOOKING_KEY, secretLookingKeyErrors } from '../ingesters/secret-config-keys';
 import type { DestinationBody, DestinationConfigInput } from './destination.schema';
 import { hasMaskedCredentials, hasUserinfo, maskUrlCredentials, restoreUrlCredentials, URL_SECRET_MASK } from './url-credentials';
 
@@ -29,8 +29,7 @@ function shownHeaders(headers: unknown): Record<string, unknown> {
 
 export function destinationToView(row: Destination, shownSecret?: string): Record<string, unknown> {
   const { mtls, ...stored } = asObject(row.config);
-  // A secret-looking key stored before such keys were refused is shown redacted.
-  const config = Object.fromEntries(Object.entries(stored).map(([k, v]) => [k, SECRET_LOOKING_KEY.test(k) ? REDACTED : v]));
+  const config = redactSecretLookingKeys(stored);
   if (config['headers'] !== undefined) config['headers'] = shownHeaders(config['headers']);
   const m = asObject(mtls);
   return {

@@ -7,7 +7,7 @@ import { asObject, iso } from '../lib/format';
 import { announce, duplicateName, lockNames, requirePlan } from '../lib/config-writes';
 import type { IngesterBody } from './ingester.schema';
 import { ipAllowlistErrors, sameAllowlist } from './ip-allowlist';
-import { REDACTED, SECRET_LOOKING_KEY, secretLookingKeyErrors } from './secret-config-keys';
+import { REDACTED, redactSecretLookingKeys, secretLookingKeyErrors } from './secret-config-keys';
 
 export interface TenantRef {
   id: string;
@@ -25,7 +25,7 @@ function shownRequiredHeaders(rules: unknown): unknown {
 
 /** The stored settings as shown: header-rule values and any secret-looking key stored before it was refused are redacted. */
 function shownConfig(stored: unknown): Record<string, unknown> {
-  const config = Object.fromEntries(Object.entries(asObject(stored)).map(([k, v]) => [k, SECRET_LOOKING_KEY.test(k) ? REDACTED : v]));
+  const config = redactSecretLookingKeys(asObject(stored));
   if (config['required_headers'] !== undefined) config['required_headers'] = shownRequiredHeaders(config['required_headers']);
   return config;
 }

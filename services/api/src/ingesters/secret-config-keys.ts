@@ -17,3 +17,8 @@ export function secretLookingKeyErrors(config: Record<string, unknown> | undefin
     .filter((k) => SECRET_LOOKING_KEY.test(k))
     .map((k) => ({ field: `config.${k}`, message: `looks like a secret; ${hint}` }));
 }
+
+/** Stored settings as shown: a secret-looking key stored before such keys were refused shows REDACTED. */
+export function redactSecretLookingKeys(stored: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(stored).map(([k, v]) => [k, SECRET_LOOKING_KEY.test(k) ? REDACTED : v]));
+}
