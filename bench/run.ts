@@ -22,7 +22,7 @@ type IpcHelper = Awaited<ReturnType<typeof startHelper<{ port: number }>>>;
 /** Runs the chosen phases against one system and fills `into`. */
 async function measure(sut: RunningSut, into: SystemResults, o: BenchOptions, rx: IpcHelper, procs: ProcSampler, queues: QueueSampler | null): Promise<void> {
   const monitor = new Monitor(rx.ipc, procs, queues);
-  const ctx: PhaseCtx = { sut, monitor, receiver: rx.ipc, procs, body: eventBody(o.payloadBytes), drainTimeoutMs: o.drainTimeoutMs };
+  const ctx: PhaseCtx = { sut, monitor, receiver: rx.ipc, procs, body: eventBody(o.payloadBytes), drainTimeoutMs: o.drainTimeoutMs, saturationMax: o.saturationMax };
   const from = Date.now();
   monitor.start();
   try {

@@ -1,17 +1,31 @@
 // `pnpm admin <command>`: operator commands. The one a new user starts with:
-//   pnpm admin create-tenant --name "Acme" --plan pro --email owner@acme.test [--password …]
-// It creates a tenant, an owner user and an API key with every scope, and prints them as JSON.
+//   pnpm admin create-tenant --name "Acme" --plan pro --email owner@acme.test
+// It creates a tenant, an owner user and an API key with every scope, and prints them as JSON
+// (a generated password too). A password of the operator's own comes from the environment
+// (HOOKLINE_ADMIN_PASSWORD), never from argv (ps, shell history), and is not printed back.
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { loadConfig, baseEnv } from '@hookline/config';
-import { createPool, migrate, newId } from '@hookline/db';
+import { createPool, migrate, newId, parseDatabaseUrl } from '@hookline/db';
 import { API_SCOPES, hashPassword, newApiKey } from '@hookline/signing';
 
 const PLANS = ['free', 'pro', 'business', 'enterprise'];
 
 const USAGE = `usage:
-  pnpm admin create-tenant --name <name> [--plan free|pro|business|enterprise] --email <email> [--password <password>]
+  pnpm admin create-tenant --name <name> [--plan free|pro|business|enterprise] --email <email>
+      (a password of your own: HOOKLINE_ADMIN_PASSWORD=…; otherwise one is generated and printed)
   pnpm admin migrate`;
+
+const NAME_MAX = 200;
+// One address, no spaces, a dot in the domain; no `%` (an SQL pattern character: nobody's address).
+const EMAIL = /^[^\s@%]{1,64}@[^\s@%]+\.[^\s@%]+$/;
+
+/** Where this runs, without credentials: host, port, database and schema. */
+function target(url: string): string {
+  const { connectionString, schema } = parseDatabaseUrl(url);
+  const u = new URL(connectionString);
+  return `${u.hostname}:${u.port || '5432'}${u.pathname} (schema ${schema})`;
+}
 
 // Progress goes to stderr: stdout carries only the result (create-tenant's JSON).
 const progress = (m: string): void => void process.stderr.write(`${m}\n`);
@@ -19,28 +33,37 @@ const progress = (m: string): void => void process.stderr.write(`${m}\n`);
 async function createTenant(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { name: { type: 'string' }, plan: { type: 'string', default: 'free' }, email: { type: 'string' }, password: { type: 'string' } } });
   const problems: string[] = [];
-  if (!values.name?.trim()) problems.push('--name is required');
-  if (!values.email || !/^[^@\s]+@[^@\s]+$/.test(values.email)) problems.push('--email must be an email address');
+  const name = values.name?.trim() ?? '';
+  const email = values.email?.trim().toLowerCase() ?? '';
+  const own = process.env['HOOKLINE_ADMIN_PASSWORD'];
+  if (!name) problems.push('--name is required');
+  if (name.length > NAME_MAX) problems.push(`--name must be at most ${NAME_MAX} characters`);
+  if (!EMAIL.test(email)) problems.push('--email must be an email address');
   if (!PLANS.includes(values.plan ?? '')) problems.push(`--plan must be one of ${PLANS.join(', ')}`);
-  if (values.password !== undefined && values.password.length < 8) problems.push('--password must be at least 8 characters');
+  if (values.password !== undefined) problems.push('--password is not taken on the command line (ps and shell history keep it): set HOOKLINE_ADMIN_PASSWORD');
+  if (own !== undefined && own.length < 8) problems.push('HOOKLINE_ADMIN_PASSWORD must be at least 8 characters');
   if (problems.length) throw new Error(`${problems.join('; ')}\n${USAGE}`);
   const config = loadConfig({ DATABASE_URL: baseEnv.DATABASE_URL });
+  progress(`database: ${target(config.DATABASE_URL)}`);
   await migrate(config.DATABASE_URL, undefined, progress);
   const pool = createPool(config.DATABASE_URL, 1);
-  const password = values.password ?? randomBytes(12).toString('base64url');
+  const password = own ?? randomBytes(12).toString('base64url');
   const key = newApiKey();
   const ids = { tenant: newId('ten'), user: newId('usr'), key: newId('key') };
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    await client.query('INSERT INTO tenants (id, name, plan, updated_at) VALUES ($1, $2, $3, now())', [ids.tenant, values.name, values.plan]);
-    await client.query('INSERT INTO users (id, tenant_id, email, password_hash) VALUES ($1, $2, $3, $4)', [ids.user, ids.tenant, values.email!.toLowerCase(), await hashPassword(password)]);
+    // The unique index is on the email as stored; login compares any case, so a user whose
+    // email differs only in case would make both ambiguous (neither could log in).
+    if ((await client.query('SELECT 1 FROM users WHERE lower(email) = $1', [email])).rowCount) throw Object.assign(new Error('duplicate'), { code: '23505' });
+    await client.query('INSERT INTO tenants (id, name, plan, updated_at) VALUES ($1, $2, $3, now())', [ids.tenant, name, values.plan]);
+    await client.query('INSERT INTO users (id, tenant_id, email, password_hash) VALUES ($1, $2, $3, $4)', [ids.user, ids.tenant, email, await hashPassword(password)]);
     await client.query(`INSERT INTO api_keys (id, tenant_id, name, prefix, key_hash, scopes) VALUES ($1, $2, 'bootstrap', $3, $4, $5)`, [ids.key, ids.tenant, key.prefix, key.hash, [...API_SCOPES]]);
-    await client.query(`INSERT INTO audit_logs (id, tenant_id, actor, action, resource_id, params, outcome) VALUES ($1, $2, 'admin-cli', 'tenant.create', $2, $3, 'success')`, [newId('aud'), ids.tenant, JSON.stringify({ name: values.name, plan: values.plan, email: values.email })]);
+    await client.query(`INSERT INTO audit_logs (id, tenant_id, actor, action, resource_id, params, outcome) VALUES ($1, $2, 'admin-cli', 'tenant.create', $2, $3, 'success')`, [newId('aud'), ids.tenant, JSON.stringify({ name, plan: values.plan, email })]);
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK');
-    if ((err as { code?: string }).code === '23505') throw new Error(`a user with email ${values.email} already exists`);
+    if ((err as { code?: string }).code === '23505') throw new Error(`a user with email ${email} already exists`);
     throw err;
   } finally {
     client.release();
@@ -48,9 +71,10 @@ async function createTenant(args: string[]): Promise<void> {
   }
   const out = {
     tenant_id: ids.tenant,
-    name: values.name,
+    name,
     plan: values.plan,
-    user: { id: ids.user, email: values.email!.toLowerCase(), password },
+    // A generated password is shown once; the operator's own is not printed back.
+    user: own === undefined ? { id: ids.user, email, password } : { id: ids.user, email },
     api_key: { id: ids.key, key: key.key, scopes: [...API_SCOPES] },
     note: 'The API key and password are shown once; store them now.',
   };
@@ -62,6 +86,7 @@ async function main(): Promise<void> {
   if (command === 'create-tenant') return createTenant(rest);
   if (command === 'migrate') {
     const config = loadConfig({ DATABASE_URL: baseEnv.DATABASE_URL });
+    progress(`database: ${target(config.DATABASE_URL)}`);
     const applied = await migrate(config.DATABASE_URL, undefined, progress);
     console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
     return;

@@ -120,6 +120,24 @@ describe('paths and query values', () => {
     expect((await h.call('GET', `/v1/tenants/${t.tenantId}/deliveries?since=0001-01-01T00:00:00Z`, { key: t.apiKey })).status).toBe(200);
   });
 
+  it('refuses numbers JSON cannot hold (1e400 is Infinity, stored as null) in a flow filter, writing nothing', async () => {
+    const t = await h.tenant({ plan: 'enterprise' });
+    const p = await createPipeline(h, t.tenantId, t.apiKey);
+    const flows = async () => (await h.db.pool.query('SELECT count(*)::int AS n FROM delivery_flows WHERE tenant_id = $1', [t.tenantId])).rows[0].n;
+    const before = await flows();
+    const post = (filter: string) =>
+      h.call('POST', `/v1/tenants/${t.tenantId}/delivery-flows`, {
+        key: t.apiKey,
+        rawBody: `{"name":"f","endpoint":"${p.ingesterId}","target":"${p.destinationId}","filter":${filter}}`,
+        headers: { 'content-type': 'application/json' },
+      });
+    const match = await post('{"match":{"body.amount":{"$gt":1e400}}}');
+    expect([match.status, fields(match.body)]).toEqual([400, ['filter.match.body.amount.$gt']]);
+    const jsonpath = await post('{"jsonpath":"$[?(@.body.amount > 1e400)]"}');
+    expect([jsonpath.status, fields(jsonpath.body)]).toEqual([400, ['filter.jsonpath']]);
+    expect(await flows()).toBe(before);
+  });
+
   it('documents the audit log action filter it serves', async () => {
     const t = await h.tenant();
     await h.call('POST', `/v1/tenants/${t.tenantId}/saved-payloads`, { key: t.apiKey, body: { name: 's', body: '{}' } });

@@ -176,12 +176,14 @@ describe('delivery flows', () => {
     const dst = await h.call('POST', `/v1/tenants/${t.tenantId}/destinations`, { key: t.apiKey, body: { name: 'd', url: 'http://127.0.0.1:1/' } });
     const a = await h.call('POST', `/v1/tenants/${t.tenantId}/delivery-flows`, { key: t.apiKey, body: { name: 'f1', endpoint: ing.body.id, target: dst.body.id } });
     expect(a.status).toBe(201);
-    expect(a.body).toMatchObject({ ingester_id: ing.body.id, destination_id: dst.body.id, state: 'ACTIVE', filter: {} });
+    // The record names its references as SPEC creates them (endpoint, target) and by id.
+    expect(a.body).toMatchObject({ endpoint: ing.body.id, target: dst.body.id, ingester_id: ing.body.id, destination_id: dst.body.id, state: 'ACTIVE', filter: {} });
     const b = await h.call('POST', `/v1/tenants/${t.tenantId}/delivery-flows`, {
       key: t.apiKey,
       body: { name: 'f2', ingester_id: ing.body.id, destination_id: dst.body.id, filter: { event_types: ['order.*'] } },
     });
     expect(b.status).toBe(201);
+    expect([b.body.endpoint, b.body.target]).toEqual([ing.body.id, dst.body.id]);
     const list = await h.call('GET', `/v1/tenants/${t.tenantId}/delivery-flows`, { key: t.apiKey });
     expect(list.body.delivery_flows.map((f: { id: string }) => f.id)).toEqual([b.body.id, a.body.id]);
     const bad = await h.call('POST', `/v1/tenants/${t.tenantId}/delivery-flows`, { key: t.apiKey, body: { name: 'f3', endpoint: ing.body.id, target: dst.body.id, filter: { jsonpath: '$[' } } });

@@ -112,6 +112,21 @@ describe('deliveries', () => {
     expect((await h.call('GET', `${path}?cursor=zzz`, { key: t.apiKey })).body.errors[0].field).toBe('cursor');
   });
 
+  it('refuses since/until that are not ISO 8601 date-times with an offset or plain dates, naming the parameter', async () => {
+    const t = await h.tenant();
+    const path = `/v1/tenants/${t.tenantId}/deliveries`;
+    const bad = ['2024-02-30T00:00:00Z', '2024-1-1', '2024-01-01 (x)', '2024-01-01T00:00:00', '2024-01-01T24:00:00Z', '2024-01-01T00:00:00+24:00', '2024-02-30'];
+    for (const v of bad) {
+      for (const name of ['since', 'until']) {
+        const res = await h.call('GET', `${path}?${name}=${encodeURIComponent(v)}`, { key: t.apiKey });
+        expect({ v, name, status: res.status, fields: res.body.errors?.map((e: { field: string }) => e.field) }).toEqual({ v, name, status: 400, fields: [name] });
+      }
+    }
+    for (const v of ['2024-02-29T00:00:00Z', '2024-01-01T00:00:00.123+02:00', '2024-01-01t00:00:00z', '2024-06-01T12:30:00-05:30', '2024-06-01T12:30:00-0530', '2024-01-01']) {
+      expect({ v, status: (await h.call('GET', `${path}?since=${encodeURIComponent(v)}`, { key: t.apiKey })).status }).toEqual({ v, status: 200 });
+    }
+  });
+
   it('defaults to 20 per page', async () => {
     const t = await h.tenant();
     const p = await createPipeline(h, t.tenantId, t.apiKey);
@@ -134,6 +149,38 @@ describe('events and rejections', () => {
     expect(res.body.timeline.map((s: { status: string }) => s.status)).toEqual(['received', 'validated', 'filtered']);
     const list = await h.call('GET', `/v1/tenants/${t.tenantId}/events?status=filtered`, { key: t.apiKey });
     expect(list.body.events.map((e: { id: string }) => e.id)).toEqual([evt]);
+  });
+
+  it('keeps the event_id filter on every page: event_id AND the cursor, on events and traces', async () => {
+    const t = await h.tenant();
+    const p = await createPipeline(h, t.tenantId, t.apiKey);
+    const base = Date.now() - 60_000;
+    const [e0, e1, e2] = [await insertEvent(h, t.tenantId, p.ingesterId, { at: new Date(base) }), await insertEvent(h, t.tenantId, p.ingesterId, { at: new Date(base + 1000) }), await insertEvent(h, t.tenantId, p.ingesterId, { at: new Date(base + 2000) })];
+    const events = `/v1/tenants/${t.tenantId}/events`;
+    const first = await h.call('GET', `${events}?limit=1`, { key: t.apiKey });
+    expect(first.body.events.map((e: { id: string }) => e.id)).toEqual([e2]);
+    const cursor = first.body.next_cursor as string;
+    const ids = async (path: string, list: string, key: string) => (await h.call('GET', path, { key: t.apiKey })).body[list].map((e: Record<string, string>) => e[key]);
+    expect(await ids(`${events}?event_id=${e0}&cursor=${cursor}`, 'events', 'id')).toEqual([e0]);
+    expect(await ids(`${events}?event_id=${e2}&cursor=${cursor}`, 'events', 'id')).toEqual([]);
+    expect(await ids(`/v1/traces?event_id=${e0}&cursor=${cursor}`, 'traces', 'event_id')).toEqual([e0]);
+    expect(await ids(`/v1/traces?event_id=${e2}&cursor=${cursor}`, 'traces', 'event_id')).toEqual([]);
+    expect(await ids(`${events}?event_id=${e1}`, 'events', 'id')).toEqual([e1]);
+  });
+
+  it('answers 404 for the rejections of a deleted ingester, as its GET does', async () => {
+    const t = await h.tenant();
+    const path = `/v1/tenants/${t.tenantId}/ingesters`;
+    const i = await h.call('POST', path, { key: t.apiKey, body: { name: 'gone', provider: 'generic' } });
+    await h.db.pool.query(`INSERT INTO ingest_rejections (id, tenant_id, ingester_id, reason_code) VALUES ('rej_gone', $1, $2, 'provider_verification_failed')`, [t.tenantId, i.body.id]);
+    expect((await h.call('GET', `${path}/${i.body.id}/rejections`, { key: t.apiKey })).body.rejections).toHaveLength(1);
+    expect((await h.call('POST', `${path}/${i.body.id}/disable`, { key: t.apiKey })).status).toBe(200);
+    expect((await h.call('GET', `${path}/${i.body.id}/rejections`, { key: t.apiKey })).body.rejections).toHaveLength(1);
+    expect((await h.call('DELETE', `${path}/${i.body.id}`, { key: t.apiKey })).status).toBe(200);
+    expect((await h.call('GET', `${path}/${i.body.id}`, { key: t.apiKey })).status).toBe(404);
+    const res = await h.call('GET', `${path}/${i.body.id}/rejections`, { key: t.apiKey });
+    expect(res.status).toBe(404);
+    expect(res.body.type).toBe('https://hookline.dev/errors/not-found');
   });
 
   it('lists the rejections of an ingester (provider_verification_failed)', async () => {

@@ -48,7 +48,12 @@ describe('Idempotency-Key', () => {
     expect(dup.status).toBe(409);
     const dupAgain = await h.call('POST', dst(t.tenantId), { key: t.apiKey, body, headers });
     expect(dupAgain.status).toBe(409);
-    expect(dupAgain.body).toEqual(dup.body);
+    expect(dupAgain.headers.get('idempotent-replayed')).toBe('true');
+    // The same problem, naming this response's request (its X-Request-Id), not the first one's.
+    expect(dup.body.instance).toBe(dup.headers.get('x-request-id'));
+    expect(dupAgain.body.instance).toBe(dupAgain.headers.get('x-request-id'));
+    expect(dupAgain.body.instance).not.toBe(dup.body.instance);
+    expect({ ...dupAgain.body, instance: dup.body.instance }).toEqual(dup.body);
     expect((await h.call('POST', dst(u.tenantId), { key: u.apiKey, body, headers })).status).toBe(201);
   });
 
@@ -81,7 +86,8 @@ describe('Idempotency-Key', () => {
     const firstAgain = await h.call('POST', dst(t.tenantId), { key: t.apiKey, body, headers });
     const otherAgain = await h.call('POST', dst(t.tenantId), { key: second.body.key, body, headers });
     expect([firstAgain.body, firstAgain.headers.get('idempotent-replayed')]).toEqual([first.body, 'true']);
-    expect([otherAgain.body, otherAgain.headers.get('idempotent-replayed')]).toEqual([other.body, 'true']);
+    // (A replayed problem names this response's request: instance is its X-Request-Id.)
+    expect([otherAgain.body, otherAgain.headers.get('idempotent-replayed')]).toEqual([{ ...other.body, instance: otherAgain.headers.get('x-request-id') }, 'true']);
 
     // A create that both may make: each gets a key of its own, not the other's.
     const keyHeaders = { 'idempotency-key': 'per-credential-2' };

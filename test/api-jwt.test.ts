@@ -26,6 +26,17 @@ async function user(tenantId: string, email: string, password: string): Promise<
 }
 
 describe('POST /auth/login and session JWTs', () => {
+  it('answers under the /v1 base too (SPEC: backend base {base_url}/v1), the same route: same throttle and answers', async () => {
+    const t = await h.tenant();
+    const uid = await user(t.tenantId, 'v1@example.test', 'correct horse');
+    const res = await h.call('POST', '/v1/auth/login', { body: { email: 'v1@example.test', password: 'correct horse' } });
+    expect([res.status, res.body.user_id, res.body.token_type]).toEqual([200, uid, 'Bearer']);
+    const me = await h.call('GET', `/v1/tenants/${t.tenantId}/ingesters`, { headers: { authorization: `Bearer ${res.body.token}` } });
+    expect(me.status).toBe(200);
+    const wrong = await h.call('POST', '/v1/auth/login', { body: { email: 'v1@example.test', password: 'wrong' } });
+    expect([wrong.status, wrong.body.type]).toEqual([401, expect.stringMatching(/\/unauthorized$/)]);
+  });
+
   it('issues a tenant-scoped HS256 token that works as a Bearer credential', async () => {
     const t = await h.tenant();
     const uid = await user(t.tenantId, 'Owner@Example.test', 'correct horse');
@@ -79,6 +90,13 @@ describe('POST /auth/login and session JWTs', () => {
     expect((await use(`${b64({ alg: 'none', typ: 'JWT' })}.${b64({ ...claims, exp: now + 60 })}.`)).status).toBe(401);
     expect((await use(sign({ alg: 'HS512', typ: 'JWT' }, { ...claims, exp: now + 60 }, SECRET, 'sha512'))).status).toBe(401);
     expect((await use(sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, exp: now + 60 }, 'another-secret-entirely'))).status).toBe(401);
+    // Only tokens login could have issued: with exp and iat, at most JWT_EXPIRES_IN (15m)
+    // old whatever exp says, and not issued in the future.
+    expect((await use(sign({ alg: 'HS256', typ: 'JWT' }, claims))).status).toBe(401);
+    expect((await use(sign({ alg: 'HS256', typ: 'JWT' }, { sub: uid, tid: t.tenantId, typ: 'session', exp: now + 60 }))).status).toBe(401);
+    expect((await use(sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now - 16 * 60, exp: now + 3600 }))).status).toBe(401);
+    expect((await use(sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now + 3600, exp: now + 7200 }))).status).toBe(401);
+    expect((await use(sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now - 14 * 60, exp: now + 60 }))).status).toBe(200);
     // A token whose user no longer exists is refused.
     await h.db.pool.query('DELETE FROM users WHERE id = $1', [uid]);
     expect((await use(good)).status).toBe(401);

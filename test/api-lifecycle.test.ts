@@ -1,6 +1,7 @@
 import IORedis from 'ioredis';
 import { configChannel } from '@hookline/queues';
 import { startApi, type ApiHarness } from './api-harness';
+import { createPipeline, setOwnerState } from './api-fixtures';
 
 let h: ApiHarness;
 beforeAll(async () => {
@@ -64,6 +65,62 @@ describe('configuration lifecycle', () => {
     expect(res.status).toBe(409);
     const { rows } = await h.db.pool.query('SELECT (SELECT state FROM delivery_flows WHERE id = $1) AS f, (SELECT state FROM ingesters WHERE id = $2) AS i', [f.body.id, i.body.id]);
     expect(rows[0]).toEqual({ f: 'DRAFT', i: 'DRAFT' });
+  });
+
+  it("judges a flow's apply by the flow's own state first: an ACTIVE flow is 409 with its own state, a deleted one 404", async () => {
+    const t = await h.tenant();
+    const base = `/v1/tenants/${t.tenantId}`;
+    const p = await createPipeline(h, t.tenantId, t.apiKey);
+    await setOwnerState(h, t, 'destinations', p.destinationId, 'DISABLED');
+    const active = await h.call('POST', `${base}/delivery-flows/${p.flowId}/apply`, { key: t.apiKey });
+    expect(active.status).toBe(409);
+    expect(active.body).toMatchObject({ type: 'https://hookline.dev/errors/conflict', current_state: 'ACTIVE' });
+    await setOwnerState(h, t, 'delivery-flows', p.flowId, 'DELETED');
+    expect((await h.call('POST', `${base}/delivery-flows/${p.flowId}/apply`, { key: t.apiKey })).status).toBe(404);
+    expect((await h.call('POST', `${base}/delivery-flows/${p.flowId}/publish`, { key: t.apiKey })).status).toBe(404);
+  });
+
+  it("names a DRAFT flow's disabled reference apart from the flow's own current_state", async () => {
+    const t = await h.tenant();
+    const base = `/v1/tenants/${t.tenantId}`;
+    const i = await h.call('POST', ing(t.tenantId), { key: t.apiKey, body: { name: 'i', provider: 'generic' } });
+    const d = await h.call('POST', `${base}/destinations`, { key: t.apiKey, body: { name: 'd', url: 'http://127.0.0.1:1/' } });
+    const f = await h.call('POST', `${base}/delivery-flows`, { key: t.apiKey, body: { name: 'f', ingester_id: i.body.id, destination_id: d.body.id, state: 'DRAFT' } });
+    await h.call('POST', `${ing(t.tenantId)}/${i.body.id}/disable`, { key: t.apiKey });
+    const res = await h.call('POST', `${base}/delivery-flows/${f.body.id}/apply`, { key: t.apiKey });
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ current_state: 'DRAFT', reference: i.body.id, reference_kind: 'ingester', reference_state: 'DISABLED' });
+    expect(res.body.detail).toContain(i.body.id);
+    expect(res.body.detail).toContain('DISABLED');
+  });
+
+  it('filters the config lists by status, an alias of state validated the same way', async () => {
+    const t = await h.tenant();
+    const base = `/v1/tenants/${t.tenantId}`;
+    const on = await createPipeline(h, t.tenantId, t.apiKey, 'on');
+    const off = await createPipeline(h, t.tenantId, t.apiKey, 'off');
+    const c1 = await h.call('POST', `${base}/clusters`, { key: t.apiKey, body: { name: 'c-on' } });
+    const c2 = await h.call('POST', `${base}/clusters`, { key: t.apiKey, body: { name: 'c-off' } });
+    const lists: [string, string, string, string][] = [
+      ['delivery-flows', 'delivery_flows', on.flowId, off.flowId],
+      ['ingesters', 'ingesters', on.ingesterId, off.ingesterId],
+      ['destinations', 'destinations', on.destinationId, off.destinationId],
+      ['clusters', 'clusters', c1.body.id, c2.body.id],
+    ];
+    for (const [path, , , offId] of lists) expect((await h.call('POST', `${base}/${path}/${offId}/disable`, { key: t.apiKey })).status).toBe(200);
+    for (const [path, plural, onId, offId] of lists) {
+      const ids = async (q: string) => (await h.call('GET', `${base}/${path}?${q}`, { key: t.apiKey })).body[plural].map((x: { id: string }) => x.id);
+      expect(await ids('status=DISABLED')).toEqual([offId]);
+      expect(await ids('status=ACTIVE')).toEqual([onId]);
+      expect(await ids('state=DISABLED&status=DISABLED')).toEqual([offId]);
+      const bad = await h.call('GET', `${base}/${path}?status=paused`, { key: t.apiKey });
+      expect(bad.status).toBe(400);
+      expect(bad.body.errors).toEqual([expect.objectContaining({ field: 'status' })]);
+      const both = await h.call('GET', `${base}/${path}?state=ACTIVE&status=DISABLED`, { key: t.apiKey });
+      expect(both.status).toBe(400);
+      expect(both.body.errors).toEqual([expect.objectContaining({ field: 'status' })]);
+    }
+    expect((await h.call('GET', '/v1/endpoints?status=DISABLED', { key: t.apiKey })).body.endpoints.map((x: { id: string }) => x.id)).toEqual([off.ingesterId]);
   });
 
   it('announces every configuration change on the config channel', async () => {

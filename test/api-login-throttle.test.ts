@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { createRedis, redisReady } from '@hookline/queues';
 import { buildApp, type ApiApp } from '../services/api/src/app';
 import { startApi, type ApiHarness, type ApiResponse } from './api-harness';
+import { USER_BY_EMAIL } from '../services/api/src/auth/login.routes';
 import { insertUser } from './api-fixtures';
 
 const WINDOW_SECONDS = 900;
@@ -171,5 +172,44 @@ describe('shared state and failure modes', () => {
     const op = (await h.call('GET', '/v1/openapi.json')).body.paths['/auth/login'].post;
     expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '415', '429']));
     expect(op.description).toMatch(/LOGIN_MAX_FAILURES_PER_ACCOUNT/);
+  });
+});
+
+describe('the email is compared exactly (any case), never as a pattern', () => {
+  it('refuses wildcard spellings, so they neither log in nor get a failure budget of their own', async () => {
+    const u = await fresh();
+    const [local, domain] = u.email.split('@') as [string, string];
+    for (const pattern of ['%%%', `${local.slice(0, -1)}_@${domain}`, `%@${domain}`, `${local}@example.tes_`]) {
+      expect((await login(u.ip, pattern, u.password)).status).toBe(401);
+    }
+    // Case does not matter; surrounding spaces neither.
+    expect((await login(u.ip, ` ${u.email.toUpperCase()} `, u.password)).status).toBe(200);
+  });
+
+  it('checks each user against its own row: john_doe@ is not johnxdoe@ of another tenant', async () => {
+    const a = await h.tenant();
+    const b = await h.tenant();
+    const stamp = Date.now();
+    await insertUser(h, a.tenantId, `johnxdoe${stamp}@corp.test`, 'x password');
+    await insertUser(h, b.tenantId, `john_doe${stamp}@corp.test`, 'underscore password');
+    const res = await login('198.51.100.77', `john_doe${stamp}@corp.test`, 'underscore password');
+    expect([res.status, res.body.tenant_id]).toEqual([200, b.tenantId]);
+    expect((await login('198.51.100.77', `john_doe${stamp}@corp.test`, 'x password')).status).toBe(401);
+  });
+});
+
+describe('the login lookup', () => {
+  it('can use the lower(email) index instead of reading every user', async () => {
+    const client = await h.db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      // Tiny test tables favour a scan: forbid it, so the plan shows whether an index serves the query at all.
+      await client.query('SET LOCAL enable_seqscan = off');
+      const { rows } = await client.query(`EXPLAIN (FORMAT JSON) ${USER_BY_EMAIL}`, ['a@example.test']);
+      expect(JSON.stringify(rows[0]['QUERY PLAN'])).toContain('users_lower_email_idx');
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
   });
 });

@@ -96,7 +96,7 @@ describe('415 Unsupported Media Type', () => {
     let bodies = 0;
     for (const [path, ops] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(ops)) {
-        // POST /v1/mcp answers its transport's errors (415 included) as JSON-RPC, documented there.
+        // POST /v1/mcp answers its transport's errors (415 included) as problem details, documented there.
         if (!op.requestBody?.content['application/json']) continue;
         bodies++;
         expect({ op: `${method} ${path}`, has415: '415' in op.responses }).toEqual({ op: `${method} ${path}`, has415: true });

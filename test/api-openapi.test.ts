@@ -79,8 +79,8 @@ describe('OpenAPI document', () => {
           ids.add(op.operationId);
         }
         const errors = Object.keys(op.responses).filter((s) => Number(s) >= 400 && !['/healthz', '/readyz'].includes(path));
-        // MCP's own transport answers its protocol errors as JSON-RPC (the MCP spec); everything else is problem details.
-        const jsonRpcErrors = `${method} ${path}` === 'post /v1/mcp' ? ['400', '406', '415', '429'] : [];
+        // POST /v1/mcp answers a 429 in JSON-RPC (its body answers each request); everything else, the MCP transport's refusals included, is problem details.
+        const jsonRpcErrors = `${method} ${path}` === 'post /v1/mcp' ? ['429'] : [];
         for (const s of errors) expect(Object.keys(op.responses[s]!.content ?? {})).toEqual(jsonRpcErrors.includes(s) ? expect.arrayContaining(['application/json']) : ['application/problem+json']);
         for (const req of op.security) for (const scheme of Object.keys(req as object)) expect(doc.components.securitySchemes).toHaveProperty(scheme);
         if (path.startsWith('/v1/tenants/') && routeIds.has(op.operationId ?? '')) {
@@ -95,6 +95,18 @@ describe('OpenAPI document', () => {
           expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['401', '403', '500']));
         }
       }
+    }
+  });
+
+  it('documents status as an alias of state on every config list, once per operation', async () => {
+    const doc = (await h.call('GET', '/v1/openapi.json')).body;
+    const lists = ['/v1/tenants/{tid}/ingesters', '/v1/tenants/{tid}/destinations', '/v1/tenants/{tid}/delivery-flows', '/v1/tenants/{tid}/clusters', '/v1/endpoints', '/v1/targets', '/v1/flows'];
+    for (const path of lists) {
+      const params = doc.paths[path].get.parameters as { name: string; in: string; schema: { enum?: string[] } }[];
+      const query = params.filter((p) => p.in === 'query');
+      expect({ path, names: query.map((p) => p.name).filter((n) => n === 'state' || n === 'status') }).toEqual({ path, names: ['state', 'status'] });
+      expect(query.find((p) => p.name === 'status')!.schema.enum).toEqual(['DRAFT', 'ACTIVE', 'DISABLED', 'DELETED']);
+      expect(new Set(query.map((p) => p.name)).size).toBe(query.length);
     }
   });
 

@@ -91,6 +91,40 @@ describe('flat runtime routes', () => {
     expect(ready.body).toMatchObject({ status: 'ready', checks: { database: { ok: true }, redis: { ok: true }, queues: { ok: true }, evidence: { ok: true, unsealed_receipts: 0, latest_root_at: null } } });
     expect((await h.call('GET', '/v1/capabilities')).status).toBe(401);
   });
+
+  it('readiness needs read:deliveries and names no internal error', async () => {
+    const t = await h.tenant({ scopes: ['read:api-keys'] });
+    const denied = await h.call('GET', '/v1/readiness', { key: t.apiKey });
+    expect([denied.status, denied.body.type, denied.body.required_scope]).toEqual([403, 'https://hookline.dev/errors/insufficient-scope', 'read:deliveries']);
+    expect(JSON.stringify(denied.body)).not.toContain('depths');
+
+    const reader = await h.tenant({ scopes: ['read:deliveries'] });
+    const ready = await h.call('GET', '/v1/readiness', { key: reader.apiKey });
+    expect(ready.status).toBe(200);
+    expect(ready.body.checks.queues.depths).toEqual({ route: expect.any(Object), deliver: expect.any(Object) });
+    // The evidence figures need read:evidence too.
+    expect(ready.body.checks.evidence).toEqual({ ok: true });
+    const doc = h.api.openApi() as { paths: Record<string, Record<string, unknown>> };
+    expect(doc.paths['/v1/readiness']?.['get']).toMatchObject({ 'x-required-scope': 'read:deliveries', description: expect.stringContaining('read:deliveries') });
+
+    // A failing check says so, not why: driver messages name hosts, users and internals.
+    const { pool, redis } = h.api.context;
+    const query = pool.query.bind(pool);
+    const ping = redis.ping;
+    const leak = 'connect ECONNREFUSED 10.20.30.40:6379 (password authentication failed for user "hookline")';
+    redis.ping = (() => Promise.reject(new Error(leak))) as unknown as typeof redis.ping;
+    pool.query = ((text: unknown, ...rest: unknown[]) => (text === 'SELECT 1' ? Promise.reject(new Error(leak)) : (query as (...a: unknown[]) => unknown)(text, ...rest))) as typeof pool.query;
+    let degraded;
+    try {
+      degraded = await h.call('GET', '/v1/readiness', { key: reader.apiKey });
+    } finally {
+      redis.ping = ping;
+      pool.query = query;
+    }
+    expect(degraded.status).toBe(200);
+    expect(degraded.body).toEqual({ status: 'degraded', checks: { database: { ok: false }, redis: { ok: false }, queues: { ok: false }, evidence: { ok: false } } });
+    expect(JSON.stringify(degraded.body)).not.toMatch(/ECONNREFUSED|10\.20\.30\.40|password|unavailable|error/);
+  });
 });
 
 describe('dashboard base (/api/bff/v1)', () => {

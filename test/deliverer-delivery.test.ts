@@ -3,6 +3,7 @@ import { Webhook } from 'standardwebhooks';
 import { destinationHealthKey } from '@hookline/queues';
 import { createSecretBox, newWhsecSecret, verifyServiceSignature, whsecKey } from '@hookline/signing';
 import { freePort, startReceiver, waitFor, type ReceivedRequest, type Receiver, type ReceiverBehaviour } from '@hookline/testing';
+import { replayMatching } from '../services/api/src/replay/replay.service';
 import { createHarness, type Harness } from './deliverer-fixtures';
 
 jest.setTimeout(60_000);
@@ -58,10 +59,13 @@ test('sends the exact bytes and content type, signed for both schemes, with the 
   expect(sw['webhook-id']).toBe(deliveryId);
   for (const secret of dst.secrets) expect(new Webhook(secret).verify(got.body, sw)).toEqual({ b: 2, a: 'café ☕' });
   expect(() => new Webhook('whsec_' + Buffer.from('some other secret entirely....').toString('base64')).verify(got.body, sw)).toThrow();
-  // Hookline's own scheme, keyed by the newest secret's bytes.
-  const sig = verifyServiceSignature([whsecKey(dst.secrets[0]!)], got.body, String(got.headers['x-service-signature']), String(got.headers['x-service-timestamp']), 300);
-  expect(sig).toEqual({ ok: true });
-  expect(verifyServiceSignature([whsecKey(older)], got.body, String(got.headers['x-service-signature']), String(got.headers['x-service-timestamp']), 300).ok).toBe(false);
+  // Hookline's own scheme: one v1 per active secret, the newest last, so either verifies (rotation).
+  expect(String(got.headers['x-service-signature'])).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
+  for (const secret of [newest, older]) {
+    expect(verifyServiceSignature([whsecKey(secret)], got.body, String(got.headers['x-service-signature']), String(got.headers['x-service-timestamp']), 300)).toEqual({ ok: true });
+  }
+  const stranger = 'whsec_' + Buffer.from('some other secret entirely....').toString('base64');
+  expect(verifyServiceSignature([whsecKey(stranger)], got.body, String(got.headers['x-service-signature']), String(got.headers['x-service-timestamp']), 300).ok).toBe(false);
 
   const row = await h.row(deliveryId);
   expect(row).toMatchObject({ status: 'delivered', attempt_count: 1, lease_owner: null, last_status_code: 200 });
@@ -115,6 +119,53 @@ test('always 500: exhausted after 5 attempts (the DLQ), event dlq_queued; a repl
   expect(rx.requests[5]!.headers['x-service-delivery-idempotency-key']).toBe(deliveryId);
   expect((await h.attempts(deliveryId)).map((a) => a.number)).toEqual([1, 2, 3, 4, 5, 6]);
   expect(await h.event(eventId)).toMatchObject({ status: 'delivered', status_reason: 'replayed' });
+});
+
+test('a replay is a fresh round: delivered at attempt 1, replayed against a failing receiver, exactly max_attempts more with growing backoff', async () => {
+  const rx = await receiver((n) => ({ status: n === 1 ? 200 : 500 }));
+  const old = await receiver((n) => ({ status: n === 1 ? 200 : 500 }));
+  const { deliveryId, eventId } = await h.delivery((await h.destination(rx.url)).id);
+  const legacy = await h.delivery((await h.destination(old.url)).id);
+  expect(await h.run([deliveryId, legacy.deliveryId])).toMatchObject({ delivered: 2 });
+
+  // The API's replay (REPLAY_SQL): the round starts at the attempt_count it finds.
+  const replayDeps = { pool: h.db.pool, producer: h.deps.producer, logger: h.deps.logger };
+  expect(await replayMatching(replayDeps, h.tenantId, { deliveryIds: [deliveryId], limit: 1 })).toEqual([{ id: deliveryId, eventId }]);
+  expect(await h.db.pool.query('SELECT replay_count, round_start_attempt FROM deliveries WHERE id = $1', [deliveryId])).toMatchObject({ rows: [{ replay_count: 1, round_start_attempt: 1 }] });
+  // A row replayed before round_start_attempt existed (left NULL): the old formula, whose
+  // round ends at max_attempts × (replay_count + 1) = attempt 10.
+  await h.db.pool.query(`UPDATE deliveries SET status = 'replaying', replay_count = replay_count + 1, next_attempt_at = now() WHERE id = $1`, [legacy.deliveryId]);
+  await h.enqueue([legacy.deliveryId]);
+
+  const row = await exhausted(deliveryId);
+  expect(row.attempt_count).toBe(6);
+  expect((await h.attempts(deliveryId)).map((a) => [a.number, a.status_code])).toEqual([[1, 200], [2, 500], [3, 500], [4, 500], [5, 500], [6, 500]]);
+  expect(rx.requests).toHaveLength(6);
+  // RETRY_SCHEDULE_MS=50,100,150,200: the round walks the schedule from its start.
+  const gaps = rx.requests.slice(2).map((r, i) => r.at - rx.requests[i + 1]!.at);
+  expect(gaps.map((g, i) => g >= [50, 100, 150, 200][i]!)).toEqual([true, true, true, true]);
+  // The event was delivered before the re-send: it stays so (SPEC.md: delivered → acked only;
+  // migration 20261129000000_delivered_events_stay), the delivery alone is in the DLQ.
+  expect(await h.event(eventId)).toMatchObject({ status: 'delivered' });
+
+  expect((await exhausted(legacy.deliveryId)).attempt_count).toBe(10);
+  expect(old.requests).toHaveLength(10);
+});
+
+test('SPEC.md retry rules through the deliverer: a 408 is permanent, a 500 with Retry-After waits for it, retry_on_status [] refuses a 429', async () => {
+  const timeout = await receiver(() => ({ status: 408 }));
+  const busy = await receiver((n) => (n === 1 ? { status: 500, headers: { 'retry-after': '1' } } : { status: 200 }));
+  const limited = await receiver(() => ({ status: 429, headers: { 'retry-after': '1' } }));
+  const d408 = await h.delivery((await h.destination(timeout.url)).id);
+  const d500 = await h.delivery((await h.destination(busy.url)).id);
+  const d429 = await h.delivery((await h.destination(limited.url, { config: { retry_on_status: [] } })).id);
+  expect(await h.run([d408.deliveryId, d500.deliveryId, d429.deliveryId])).toMatchObject({ claimed: 3, failed: 1, exhausted: 2 });
+  expect(await h.row(d408.deliveryId)).toMatchObject({ status: 'exhausted', attempt_count: 1, last_status_code: 408 });
+  expect(await h.row(d429.deliveryId)).toMatchObject({ status: 'exhausted', attempt_count: 1, last_status_code: 429 });
+  const failed = await h.row(d500.deliveryId);
+  expect(failed).toMatchObject({ status: 'failed', attempt_count: 1 });
+  // Due the Retry-After (1 s) after the outcome was written, not the 50 ms of the schedule.
+  expect(failed.next_attempt_at.getTime() - failed.updated_at.getTime()).toBe(1000);
 });
 
 test('a permanent 400 is not retried', async () => {

@@ -28,6 +28,10 @@ export interface DeliveryRow {
   /** As stored: a held delivery keeps its claimable status. */
   stored_status: string;
   lease_until: Date | null;
+  /** An open delivery of a DISABLED destination (migration 20261124000000_held_deliveries). */
+  held: boolean;
+  /** When `held` last became true; NULL when cleared (migration 20261125000000_held_expiry). */
+  held_since: Date | null;
   attempt_count: number;
   next_attempt_at: Date;
   lease_owner: string | null;

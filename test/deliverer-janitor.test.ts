@@ -1,15 +1,18 @@
 // Deliveries that appear after a delete closed its destination's or flow's open ones (a
-// router routing from a stale flow cache inserts plain `pending` rows) are closed by the
-// deliverer's janitor exactly as the delete closes them; replay and retry lock the
-// destination and flow rows before deciding, so a concurrent delete is not undone.
+// router routing from a stale flow cache inserts plain `pending` rows), or that a delete
+// left beyond its inline limit, are closed by the deliverer's janitor exactly as the
+// delete closes them, in batches that go on while they come back full; replay and retry
+// lock the destination and flow rows before deciding, so a concurrent delete is not undone.
 import { createPool } from '@hookline/db';
 import { closeOpenDeliveries, closeOpenSql } from '@hookline/delivery';
 import { waitFor } from '@hookline/testing';
-import { closeDeletedDeliveries, createJanitor } from '../services/deliverer/src/close-deleted';
+import { createJanitor, runJanitor } from '../services/deliverer/src/close-deleted';
 import { startApi, type ApiHarness } from './api-harness';
 import { createPipeline, insertDelivery, insertEvent, setOwnerState, type Pipeline } from './api-fixtures';
 
 jest.setTimeout(60_000);
+
+const DAY_MS = 86_400_000;
 
 let h: ApiHarness;
 beforeAll(async () => {
@@ -68,7 +71,7 @@ describe('the janitor', () => {
     ];
     const before = await Promise.all(untouched.map((d) => row(d.id)));
 
-    expect(await closeDeletedDeliveries(h.db.pool)).toEqual({ destination: 4, flow: 2 });
+    expect(await runJanitor(h.db.pool)).toEqual({ destination: 4, flow: 2, held: 0, more: false });
 
     for (const [owner, list] of [['destination', dstOpen], ['flow', flowOpen]] as const) {
       for (const d of list) {
@@ -84,10 +87,10 @@ describe('the janitor', () => {
     for (const d of untouched) expect(await eventStatus(d.eventId)).toBe('filtered');
 
     // Nothing left: the next run closes nothing.
-    expect(await closeDeletedDeliveries(h.db.pool)).toEqual({ destination: 0, flow: 0 });
+    expect(await runJanitor(h.db.pool)).toEqual({ destination: 0, flow: 0, held: 0, more: false });
   });
 
-  it('closes a bounded batch per run, and only one replica runs at a time', async () => {
+  it('closes a bounded batch at a time, and only one replica runs at a time', async () => {
     const t = await h.tenant();
     const p = await createPipeline(h, t.tenantId, t.apiKey, 'batch');
     await setOwnerState(h, t, 'destinations', p.destinationId, 'DELETED');
@@ -98,18 +101,46 @@ describe('the janitor', () => {
     try {
       await other.query('BEGIN');
       await other.query(`SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':' || 'hookline-deliverer-janitor'))`);
-      expect(await closeDeletedDeliveries(h.db.pool, { batchSize: 2, deletedWithinMs: null })).toBeNull();
+      expect(await runJanitor(h.db.pool, { batchSize: 2, maxBatches: 1 })).toBeNull();
     } finally {
       await other.query('ROLLBACK');
       other.release();
     }
 
-    expect(await closeDeletedDeliveries(h.db.pool, { batchSize: 2, deletedWithinMs: null })).toEqual({ destination: 2, flow: 0 });
+    expect(await runJanitor(h.db.pool, { batchSize: 2, maxBatches: 1 })).toEqual({ destination: 2, flow: 0, held: 0, more: true });
     // In id order: the highest id is left for the next run.
     const ids = ds.map((d) => d.id).sort();
     expect(await Promise.all(ids.map(async (id) => (await row(id)).status === 'exhausted'))).toEqual([true, true, false]);
-    expect(await closeDeletedDeliveries(h.db.pool, { batchSize: 2, deletedWithinMs: null })).toEqual({ destination: 1, flow: 0 });
+    expect(await runJanitor(h.db.pool, { batchSize: 2, maxBatches: 1 })).toEqual({ destination: 1, flow: 0, held: 0, more: false });
     for (const id of ids) expect((await row(id)).status).toBe('exhausted');
+  });
+
+  it('counts a kind as unfinished when another replica takes the lock between batches, so the next run is a full pass', async () => {
+    const t = await h.tenant();
+    const p = await createPipeline(h, t.tenantId, t.apiKey, 'handoff');
+    await setOwnerState(h, t, 'destinations', p.destinationId, 'DELETED');
+    const ds = [await delivery(t.tenantId, p, 'pending'), await delivery(t.tenantId, p, 'pending'), await delivery(t.tenantId, p, 'failed')];
+    // From the janitor's second transaction on, another replica holds the lock (a session lock
+    // taken just before that transaction starts): the first batch closes 2 (full), then the
+    // destinations' second batch and the flows' pass find the lock taken.
+    const other = await h.db.pool.connect();
+    let connects = 0;
+    const pool = Object.create(h.db.pool, {
+      connect: {
+        value: async () => {
+          if (++connects === 2) await other.query(`SELECT pg_advisory_lock(hashtext(current_schema() || ':' || 'hookline-deliverer-janitor'))`);
+          return h.db.pool.connect();
+        },
+      },
+    });
+    try {
+      expect(await runJanitor(pool, { batchSize: 2, maxBatches: 5 })).toEqual({ destination: 2, flow: 0, held: 0, more: true });
+    } finally {
+      await other.query(`SELECT pg_advisory_unlock_all()`);
+      other.release();
+    }
+    expect(await runJanitor(h.db.pool, { batchSize: 2, maxBatches: 5 })).toEqual({ destination: 1, flow: 0, held: 0, more: false });
+    for (const d of ds) expect((await row(d.id)).status).toBe('exhausted');
   });
 
   it('runs full passes until one closes less than a batch, then looks only at owners deleted recently', async () => {
@@ -119,18 +150,65 @@ describe('the janitor', () => {
     // Deleted an hour ago (before the janitor existed, say), with open deliveries left.
     await h.db.pool.query(`UPDATE destinations SET updated_at = now() - interval '1 hour' WHERE id = $1`, [old.destinationId]);
     const left = [await delivery(t.tenantId, old, 'pending'), await delivery(t.tenantId, old, 'failed'), await delivery(t.tenantId, old, 'pending')];
-    const run = createJanitor(h.db.pool, 2);
+    const run = createJanitor(h.db.pool, { heldRetentionMs: DAY_MS, batchSize: 2, maxBatches: 1 });
     // Full passes: 2 (a whole batch: still full), then 1 (less than a batch: done).
-    expect(await run()).toEqual({ destination: 2, flow: 0 });
-    expect(await run()).toEqual({ destination: 1, flow: 0 });
+    expect(await run()).toEqual({ destination: 2, flow: 0, held: 0, more: true });
+    expect(await run()).toEqual({ destination: 1, flow: 0, held: 0, more: false });
     for (const d of left) expect((await row(d.id)).status).toBe('exhausted');
     // From now on only recent deletes: a late row of the old one stays, a recent one's is closed.
     const late = await delivery(t.tenantId, old, 'pending');
     const recent = await createPipeline(h, t.tenantId, t.apiKey, 'recent');
     await setOwnerState(h, t, 'destinations', recent.destinationId, 'DELETED');
     const fresh = await delivery(t.tenantId, recent, 'pending');
-    expect(await run()).toEqual({ destination: 1, flow: 0 });
+    expect(await run()).toEqual({ destination: 1, flow: 0, held: 0, more: false });
     expect([(await row(late.id)).status, (await row(fresh.id)).status]).toEqual(['pending', 'exhausted']);
+    await h.db.pool.query(`UPDATE deliveries SET status = 'exhausted' WHERE id = $1`, [late.id]);
+  });
+
+  it('keeps closing batches of a kind within one run while they come back full, up to maxBatches', async () => {
+    const t = await h.tenant();
+    const p = await createPipeline(h, t.tenantId, t.apiKey, 'loop');
+    const f = await createPipeline(h, t.tenantId, t.apiKey, 'loop-flow');
+    await setOwnerState(h, t, 'destinations', p.destinationId, 'DELETED');
+    await setOwnerState(h, t, 'delivery-flows', f.flowId, 'DELETED');
+    const dst: { id: string }[] = [];
+    for (let i = 0; i < 7; i++) dst.push(await delivery(t.tenantId, p, i % 2 ? 'failed' : 'pending'));
+    const flow = [await delivery(t.tenantId, f, 'pending'), await delivery(t.tenantId, f, 'pending'), await delivery(t.tenantId, f, 'failed')];
+
+    // Batches of 2, at most 3 a run: the destinations' 2 + 2 + 2 (the last still full: more
+    // may be left), the flows' 2 + 1 (less than a batch: that kind is done).
+    expect(await runJanitor(h.db.pool, { batchSize: 2, maxBatches: 3 })).toEqual({ destination: 6, flow: 3, held: 0, more: true });
+    const ids = dst.map((d) => d.id).sort();
+    expect(await Promise.all(ids.map(async (id) => (await row(id)).status))).toEqual([...Array(6).fill('exhausted'), 'pending']);
+    for (const d of flow) expect((await row(d.id)).status).toBe('exhausted');
+    expect(await runJanitor(h.db.pool, { batchSize: 2, maxBatches: 3 })).toEqual({ destination: 1, flow: 0, held: 0, more: false });
+    for (const id of ids) expect(await row(id)).toMatchObject({ status: 'exhausted', last_error: expect.stringMatching(/^destination_deleted: /) });
+  });
+
+  it('makes the run after one that still closed a full batch a full pass, so a backlog outliving JANITOR_RECENT_MS is not stranded', async () => {
+    const t = await h.tenant();
+    // A janitor past its first full pass (nothing left anywhere): it looks at recent deletes only.
+    const run = createJanitor(h.db.pool, { heldRetentionMs: DAY_MS, batchSize: 2, maxBatches: 1 });
+    expect(await run()).toEqual({ destination: 0, flow: 0, held: 0, more: false });
+
+    // A delete leaves a backlog larger than one run closes (a delete beyond its inline limit).
+    const big = await createPipeline(h, t.tenantId, t.apiKey, 'backlog');
+    await setOwnerState(h, t, 'destinations', big.destinationId, 'DELETED');
+    const backlog: { id: string }[] = [];
+    for (let i = 0; i < 5; i++) backlog.push(await delivery(t.tenantId, big, 'pending'));
+    expect(await run()).toEqual({ destination: 2, flow: 0, held: 0, more: true });
+
+    // Its delete is no longer recent (the backlog took longer than JANITOR_RECENT_MS): the
+    // next runs are full passes, until one closes less than a batch.
+    await h.db.pool.query(`UPDATE destinations SET updated_at = now() - interval '1 hour' WHERE id = $1`, [big.destinationId]);
+    expect(await run()).toEqual({ destination: 2, flow: 0, held: 0, more: true });
+    expect(await run()).toEqual({ destination: 1, flow: 0, held: 0, more: false });
+    for (const d of backlog) expect((await row(d.id)).status).toBe('exhausted');
+
+    // Then recent deletes only again: a late row of that old delete stays open.
+    const late = await delivery(t.tenantId, big, 'pending');
+    expect(await run()).toEqual({ destination: 0, flow: 0, held: 0, more: false });
+    expect((await row(late.id)).status).toBe('pending');
     await h.db.pool.query(`UPDATE deliveries SET status = 'exhausted' WHERE id = $1`, [late.id]);
   });
 
@@ -183,7 +261,7 @@ describe('the janitor', () => {
     } finally {
       await pipeline.end();
     }
-    await closeDeletedDeliveries(h.db.pool);
+    await runJanitor(h.db.pool);
   });
 });
 

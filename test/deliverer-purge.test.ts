@@ -1,6 +1,7 @@
 // DLQ retention: exhausted deliveries older than DLQ_RETENTION_MS are purged with the
 // retained payloads nothing else needs.
-import { startReceiver, type Receiver } from '@hookline/testing';
+import { startReceiver, waitFor, type Receiver } from '@hookline/testing';
+import type { PoolClient } from 'pg';
 import { newId } from '@hookline/db';
 import { purgeDlq } from '../services/deliverer/src/purge-dlq';
 import { recoverDeliveries } from '../services/deliverer/src/recover-deliveries';
@@ -89,4 +90,62 @@ test('a replay whose payload is gone is not sent: exhausted with error_kind payl
   expect(await h.run([d.deliveryId])).toMatchObject({ claimed: 1, exhausted: 1 });
   expect((await h.attempts(d.deliveryId)).at(-1)).toMatchObject({ number: 2, error_kind: 'payload_missing', status_code: null });
   expect(rx.requests).toHaveLength(0);
+});
+
+/**
+ * Runs the purge while `holder` (a connection of its own, in a transaction) holds a row
+ * lock, until the purge has finished or waits for that lock; then commits the holder and
+ * returns what the purge returned.
+ */
+async function purgeAround(holder: PoolClient): Promise<Awaited<ReturnType<typeof purgeDlq>>> {
+  const pid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+  const purge = purgeDlq(h.db.pool, { retentionMs: 7 * DAY });
+  let settled = false;
+  purge.then(() => (settled = true), () => (settled = true));
+  const waiting = async () => (await h.db.pool.query('SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid])).rowCount! > 0;
+  await waitFor(async () => settled || (await waiting()), { intervalMs: 20, what: 'the purge to finish or wait for the lock' });
+  await holder.query('COMMIT');
+  return purge;
+}
+
+test('an old DLQ entry that a retry reopens while the purge runs keeps its row, attempts and payload; other old ones go', async () => {
+  const reopened = await deliveryIn('exhausted', 8 * DAY);
+  const other = await deliveryIn('exhausted', 8 * DAY);
+  const a = await h.db.pool.connect();
+  try {
+    // The retry's UPDATE, not yet committed: it holds the row's lock.
+    await a.query('BEGIN');
+    await a.query(`UPDATE deliveries SET status = 'pending', next_attempt_at = now(), updated_at = now() WHERE id = $1`, [reopened.deliveryId]);
+    expect(await purgeAround(a)).toEqual({ deliveries: 1, payloads: 1 });
+  } finally {
+    await a.query('ROLLBACK').catch(() => undefined);
+    a.release();
+  }
+  expect((await h.row(reopened.deliveryId)).stored_status).toBe('pending');
+  expect(await h.attempts(reopened.deliveryId)).toHaveLength(1);
+  expect(await exists('event_payloads', 'event_id', reopened.eventId)).toBe(true);
+  expect((await h.event(reopened.eventId)).status_reason).toBeNull();
+  expect(await exists('deliveries', 'id', other.deliveryId)).toBe(false);
+  expect(await exists('event_payloads', 'event_id', other.eventId)).toBe(false);
+  await h.db.pool.query(`UPDATE deliveries SET status = 'delivered' WHERE id = $1`, [reopened.deliveryId]);
+});
+
+test('the payload stays when a replay reopens a delivered sibling of a purged DLQ entry while the purge runs', async () => {
+  const old = await deliveryIn('exhausted', 8 * DAY);
+  const sibling = await deliveryIn('delivered', 0, old.eventId);
+  const a = await h.db.pool.connect();
+  try {
+    // The replay's UPDATE of the sibling, not yet committed.
+    await a.query('BEGIN');
+    await a.query(`UPDATE deliveries SET status = 'replaying', replay_count = replay_count + 1, next_attempt_at = now(), updated_at = now() WHERE id = $1`, [sibling.deliveryId]);
+    expect(await purgeAround(a)).toEqual({ deliveries: 1, payloads: 0 });
+  } finally {
+    await a.query('ROLLBACK').catch(() => undefined);
+    a.release();
+  }
+  expect(await exists('deliveries', 'id', old.deliveryId)).toBe(false);
+  expect((await h.row(sibling.deliveryId)).stored_status).toBe('replaying');
+  expect(await exists('event_payloads', 'event_id', old.eventId)).toBe(true);
+  expect((await h.event(old.eventId)).status_reason).toBeNull();
+  await h.db.pool.query(`UPDATE deliveries SET status = 'delivered' WHERE id = $1`, [sibling.deliveryId]);
 });

@@ -1,5 +1,7 @@
 // When outcomes are written: as each request completes (not after the batch's slowest),
-// and again after PostgreSQL dropped the connection mid-write (not by sending again).
+// and again after PostgreSQL dropped the connection mid-write (not by sending again); so
+// are give-backs (deliveries released unsent).
+import type { Pool } from '@hookline/db';
 import { startReceiver, waitFor, type Receiver } from '@hookline/testing';
 import { createHarness, type Harness } from './deliverer-fixtures';
 
@@ -66,4 +68,35 @@ test('a write cut off by PostgreSQL (connection terminated) is retried: recorded
   expect((await h.row(deliveryId)).status).toBe('delivered');
   expect(await h.attempts(deliveryId)).toHaveLength(1);
   expect((await h.event(eventId)).status).toBe('delivered');
+});
+
+/** `pool`, whose first query matching `sql` fails as a PostgreSQL restart fails it (57P01, admin_shutdown). */
+function failingOnce(pool: Pool, sql: RegExp): { pool: Pool; failed: () => number } {
+  let failed = 0;
+  const query = (text: unknown, ...rest: unknown[]): unknown => {
+    if (failed === 0 && typeof text === 'string' && sql.test(text)) {
+      failed++;
+      return Promise.reject(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }));
+    }
+    return (pool.query as (...a: unknown[]) => unknown)(text, ...rest);
+  };
+  const wrapped = new Proxy(pool, { get: (target, prop) => (prop === 'query' ? query : Reflect.get(target, prop, target)) });
+  return { pool: wrapped, failed: () => failed };
+}
+
+test('a give-back cut off by PostgreSQL (57P01) is retried: released unsent, no attempt used, the job does not fail', async () => {
+  const rx = await receiver();
+  const dst = await h.destination(`${rx.url}/held-back`);
+  const { deliveryId } = await h.delivery(dst.id);
+  // Its circuit open: the claim-time gate holds the delivery back and gives it back.
+  await h.deps.breaker.record(dst.id, { successes: 0, trailingFailures: h.config.BREAKER_FAILURE_THRESHOLD, lastError: 'http_error: HTTP 500' });
+  const db = failingOnce(h.db.pool, /SET lease_until = NULL, lease_owner = NULL, next_attempt_at/);
+
+  expect(await h.run([deliveryId], { ...h.deps, pool: db.pool })).toMatchObject({ claimed: 1, deferred: 1 });
+  expect(db.failed()).toBe(1);
+  expect(rx.requests).toHaveLength(0);
+  const row = await h.row(deliveryId);
+  expect(row).toMatchObject({ status: 'pending', attempt_count: 0, lease_owner: null, lease_until: null });
+  // Due when the cooldown ends.
+  expect(row.next_attempt_at.getTime()).toBeGreaterThan(Date.now() + h.config.BREAKER_COOLDOWN_MS / 2);
 });

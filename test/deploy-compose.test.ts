@@ -9,6 +9,7 @@ import {
   composeProcessProblems,
   composeRedisProblems,
   dockerfileProblems,
+  imageEnv,
   startScriptProblems,
   interpolate,
   readCompose,
@@ -19,10 +20,34 @@ import { workloads } from '../deploy/checks/workloads';
 
 const COMPOSE = resolve(REPO_ROOT, 'docker-compose.yml');
 const DOCKERFILE = readFileSync(resolve(REPO_ROOT, 'Dockerfile'), 'utf8');
-const compose = (): ComposeFile => readCompose(COMPOSE);
+// What an operator gives (the environment or an .env file): compose requires these two.
+const OPERATOR = { SECRETS_KEY: 'operator-secrets-key-0123456789abcdef', JWT_SECRET: 'operator-jwt-secret-0123456789abcdef' };
+const compose = (): ComposeFile => readCompose(COMPOSE, OPERATOR);
 
-test('interpolation follows compose: defaults for unset variables, $$ for a dollar', () => {
+test('interpolation follows compose: defaults for unset variables, required ones, $$ for a dollar', () => {
   expect(interpolate('a: ${X:-d1}\nb: ${Y-d2}\nc: "${Z}"\nd: $$HOME')).toBe('a: d1\nb: d2\nc: ""\nd: $HOME');
+  expect(interpolate('a: ${X:-d1}\nb: ${Y-d2}\nc: ${Z:?need Z}', { X: 'x', Y: '', Z: 'z' })).toBe('a: x\nb: \nc: z');
+  expect(() => interpolate('c: ${Z:?need Z}', { Z: '' })).toThrow('required variable Z is missing a value: need Z');
+  expect(interpolate('c: ${Z?need Z}', { Z: '' })).toBe('c: ');
+  expect(() => interpolate('c: ${Z?need Z}')).toThrow(/required variable Z/);
+});
+
+test("compose will not start without the operator's SECRETS_KEY and JWT_SECRET (the image refuses public ones)", async () => {
+  expect(() => readCompose(COMPOSE)).toThrow(/required variable (SECRETS_KEY|JWT_SECRET) is missing a value/);
+  expect(() => readCompose(COMPOSE, { SECRETS_KEY: OPERATOR.SECRETS_KEY })).toThrow(/required variable JWT_SECRET is missing a value/);
+  expect(() => readCompose(COMPOSE, { JWT_SECRET: OPERATOR.JWT_SECRET })).toThrow(/required variable SECRETS_KEY is missing a value/);
+  const c = compose();
+  expect(c.services.api!.environment).toMatchObject(OPERATOR);
+  for (const s of ['ingest', 'router', 'deliverer']) expect(c.services[s]!.environment).toMatchObject({ SECRETS_KEY: OPERATOR.SECRETS_KEY });
+  // The image runs with NODE_ENV=production, and the checks run each process with it: the
+  // public values compose used to default to would stop the services.
+  expect(imageEnv(DOCKERFILE)).toMatchObject({ NODE_ENV: 'production' });
+  c.services.api!.environment = { ...c.services.api!.environment, JWT_SECRET: 'change-me-jwt-secret-at-least-32-chars' };
+  c.services.router!.environment = { ...c.services.router!.environment, SECRETS_KEY: 'change-me-to-a-long-random-value' };
+  const text = (await composeProcessProblems(c)).join('\n');
+  expect(text).toMatch(/api: services\/api\/src\/main\.ts: JWT_SECRET is a published example value: with NODE_ENV=production/);
+  expect(text).toMatch(/router: services\/router\/src\/main\.ts: SECRETS_KEY is a published example value/);
+  expect(await composeProcessProblems(c, {})).toEqual([]);
 });
 
 test('the four services, the migration and the edge agent are all there', () => {

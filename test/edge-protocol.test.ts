@@ -92,6 +92,8 @@ describe('signed agent requests', () => {
       const res = await call;
       expect([what, res.status]).toEqual([what, 401]);
       expect([what, res.body.type]).toEqual([what, expect.stringMatching(/unauthorized$/)]);
+      // One answer for all of them, the unknown cluster included: nothing tells which ids exist.
+      expect([what, res.body.detail]).toEqual([what, 'The cluster request could not be authenticated.']);
       expect(res.body.instance).toEqual(expect.any(String));
       expect(res.body).not.toHaveProperty('deliveries');
       expect(res.text).not.toContain(d.deliveryId);
@@ -107,18 +109,20 @@ describe('signed agent requests', () => {
     const url = `${api.url}/v1/edge/clusters/${cluster.id}/work`;
     expect((await fetch(url, { method: 'POST', headers, body: once })).status).toBe(200);
     const again = await fetch(url, { method: 'POST', headers, body: once });
+    // Every refusal is the same answer (edge-auth.ts): a replay is told apart only in the api's log.
+    const uniform = expect.stringContaining('The cluster request could not be authenticated.');
     expect(again.status).toBe(401);
-    expect(await again.text()).toContain('replayed');
+    expect(await again.text()).toEqual(uniform);
     // Respelled (a space after the comma, upper-case hex): the same signed message, still a replay.
     const [tPart, vPart] = headers['x-service-signature']!.split(',');
     const respelled = { ...headers, 'x-service-signature': `${tPart}, v1=${vPart!.slice(3).toUpperCase()}` };
     const third = await fetch(url, { method: 'POST', headers: respelled, body: once });
-    expect([third.status, await third.text()]).toEqual([401, expect.stringContaining('replayed')]);
+    expect([third.status, await third.text()]).toEqual([401, uniform]);
     // A fresh signature without X-Service-Timestamp is refused (the header is required).
     const bare = JSON.stringify({ agent_id: 'a', agent_version: 'v', nonce: 'nonce-no-timestamp', max: 0, wait_seconds: 0 });
     const { 'x-service-timestamp': _dropped, ...noTimestamp } = signEdge(cluster.key, bare);
     const fourth = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...noTimestamp }, body: bare });
-    expect([fourth.status, await fourth.text()]).toEqual([401, expect.stringContaining('missing_header')]);
+    expect([fourth.status, await fourth.text()]).toEqual([401, uniform]);
 
     // Clean up for the other tests: lease it and report it delivered.
     const got = await work();
@@ -207,6 +211,25 @@ describe('work and reports', () => {
     expect(headers.rows[0].response_headers).toEqual({ 'retry-after': '0' });
     const ev = await db.pool.query(`SELECT status FROM events WHERE id = $1`, [d.eventId]);
     expect(ev.rows[0].status).toBe('dlq_queued');
+  });
+
+  it("a replayed delivery's round counts from where the replay started it (round_start_attempt), in reports and in refusals at lease time", async () => {
+    // DELIVERY_MAX_ATTEMPTS 2. Delivered at attempt 1, then replayed: attempts 2 and 3 are the round.
+    const d = await insertEdgeDelivery(db.pool, tenantId, cluster.id);
+    await db.pool.query(`UPDATE deliveries SET status = 'replaying', attempt_count = 1, replay_count = 1, round_start_attempt = 1 WHERE id = $1`, [d.deliveryId]);
+    const first = (await work()).body.deliveries[0];
+    expect(first.id).toBe(d.deliveryId);
+    expect((await report(cluster, [answer(d.deliveryId, first.lease_owner, 500)])).body.results[0]).toMatchObject({ attempt: 2, status: 'failed' });
+    const second = await nextWork();
+    expect((await report(cluster, [answer(d.deliveryId, second.lease_owner, 500)])).body.results[0]).toMatchObject({ attempt: 3, status: 'exhausted' });
+
+    // Refused at lease time (its signing secret does not open): the same count.
+    const c = await insertCluster(db.pool, tenantId);
+    const refused = await insertEdgeDelivery(db.pool, tenantId, c.id);
+    await db.pool.query('UPDATE destinations SET secrets = $2 WHERE id = $1', [refused.destinationId, [createSecretBox('not the api SECRETS_KEY at all').seal('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw')]]);
+    await db.pool.query(`UPDATE deliveries SET status = 'failed', attempt_count = 2, replay_count = 1, round_start_attempt = 1 WHERE id = $1`, [refused.deliveryId]);
+    expect((await work(c)).body.deliveries).toEqual([]);
+    expect(await deliveryRow(db.pool, refused.deliveryId)).toMatchObject({ status: 'exhausted', attempt_count: 3 });
   });
 
   it('a delivery whose payload was purged is not handed out: it goes to the DLQ as payload_missing', async () => {

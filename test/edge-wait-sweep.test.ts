@@ -54,3 +54,17 @@ test('the last allowed attempt goes to the DLQ; a vanished agent\'s expired leas
   const ev = await db.pool.query(`SELECT status FROM events WHERE id = $1`, [d.eventId]);
   expect(ev.rows[0].status).toBe('dlq_queued');
 });
+
+test("a replayed delivery's round counts from where the replay started it (round_start_attempt)", async () => {
+  const c = await insertCluster(db.pool, tenantId);
+  // Delivered at attempt 1, replayed (round from 1), its first attempt of the round failed:
+  // with max_attempts 2, the sweep's attempt 3 is the round's last.
+  const d = await insertEdgeDelivery(db.pool, tenantId, c.id, { nextAttemptAt: ago(10_000) });
+  await db.pool.query(`UPDATE deliveries SET status = 'failed', attempt_count = 2, replay_count = 1, round_start_attempt = 1 WHERE id = $1`, [d.deliveryId]);
+  // The same, replayed before round_start_attempt was recorded: the old formula (2 × 1) gives attempts up to 4.
+  const legacy = await insertEdgeDelivery(db.pool, tenantId, c.id, { nextAttemptAt: ago(10_000) });
+  await db.pool.query(`UPDATE deliveries SET status = 'failed', attempt_count = 2, replay_count = 1 WHERE id = $1`, [legacy.deliveryId]);
+  expect(await sweepEdgeWaits({ pool: db.pool, policy: policy(2) }, input)).toBe(2);
+  expect(await deliveryRow(db.pool, d.deliveryId)).toMatchObject({ status: 'exhausted', attempt_count: 3 });
+  expect(await deliveryRow(db.pool, legacy.deliveryId)).toMatchObject({ status: 'failed', attempt_count: 3 });
+});

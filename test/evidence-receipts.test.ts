@@ -148,7 +148,8 @@ test('the sealer issues and seals under its lock, once', async () => {
   const dst = await h.destination(`${rx.url}/later`);
   const more = await h.delivery(dst.id, { body: '{"order":4}' });
   await h.run([more.deliveryId]);
-  const sealer = startEvidenceSealer({ pool, logger: createLogger('evidence-test', 'error'), key, windowMs: 1000, graceMs: 100 }, 3_600_000);
+  let now = new Date();
+  const sealer = startEvidenceSealer({ pool, logger: createLogger('evidence-test', 'error'), key, windowMs: 1000, graceMs: 100, now: () => now }, 3_600_000);
   const holder = new Client({ connectionString: parseDatabaseUrl(h.db.url).connectionString });
   await holder.connect();
   try {
@@ -158,9 +159,12 @@ test('the sealer issues and seals under its lock, once', async () => {
 
     const t = new Date();
     // Issued now; its window has not ended yet, so nothing is sealed.
-    expect(await sealer.tick(t)).toEqual({ issued: 1, sealed: 0 });
-    expect(await sealer.tick(new Date(t.getTime() + 2_500))).toEqual({ issued: 0, sealed: 1 });
-    expect(await sealer.tick(new Date(t.getTime() + 5_000))).toEqual({ issued: 0, sealed: 0 });
+    now = t;
+    expect(await sealer.tick()).toEqual({ issued: 1, sealed: 0 });
+    now = new Date(t.getTime() + 2_500);
+    expect(await sealer.tick()).toEqual({ issued: 0, sealed: 1 });
+    now = new Date(t.getTime() + 5_000);
+    expect(await sealer.tick()).toEqual({ issued: 0, sealed: 0 });
   } finally {
     await holder.end();
     await sealer.stop();
@@ -211,10 +215,11 @@ test('passes look back a short while; the periodic sweep finds an attempt that c
   const pool = h.db.pool;
   const dst = await h.destination(`${rx.url}/late`);
   const late = await h.delivery(dst.id, { body: '{"order":5}' });
-  const sealer = startEvidenceSealer({ pool, logger: createLogger('evidence-test', 'error'), key, windowMs: 1000, graceMs: 100 }, 3_600_000);
+  const t = new Date(Date.now() + 1000);
+  let now = t;
+  const sealer = startEvidenceSealer({ pool, logger: createLogger('evidence-test', 'error'), key, windowMs: 1000, graceMs: 100, now: () => now }, 3_600_000);
   try {
-    const t = new Date(Date.now() + 1000);
-    await sealer.tick(t); // the first pass is a sweep over everything
+    await sealer.tick(); // the first pass is a sweep over everything
     // An attempt whose id was minted 5 minutes before it committed (a stalled writer).
     const minted = new Date(t.getTime() - 5 * 60_000);
     await pool.query(
@@ -222,8 +227,10 @@ test('passes look back a short while; the periodic sweep finds an attempt that c
        VALUES ($1, $2, $3, 1, 200, $4, 5, 'direct')`,
       [newId('att', minted.getTime()), h.tenantId, late.deliveryId, minted],
     );
-    expect((await sealer.tick(new Date(t.getTime() + 15_000)))!.issued).toBe(0);
-    expect((await sealer.tick(new Date(t.getTime() + SWEEP_EVERY_MS + 1)))!.issued).toBe(1);
+    now = new Date(t.getTime() + 15_000);
+    expect((await sealer.tick())!.issued).toBe(0);
+    now = new Date(t.getTime() + SWEEP_EVERY_MS + 1);
+    expect((await sealer.tick())!.issued).toBe(1);
   } finally {
     await sealer.stop();
   }
@@ -245,13 +252,16 @@ test('a pass does not look up again the attempts that the previous pass covered'
   // The sealer: the first pass issues the receipt and remembers the attempt. Its receipt is
   // then removed behind the sealer's back: the next pass (whose range overlaps) does not
   // look the attempt up again, the next sweep does.
-  const sealer = startEvidenceSealer({ pool, logger: createLogger('evidence-test', 'error'), key, windowMs: 3_600_000, graceMs: 100 }, 3_600_000);
+  const t = new Date(Date.now() + 1000);
+  let now = t;
+  const sealer = startEvidenceSealer({ pool, logger: createLogger('evidence-test', 'error'), key, windowMs: 3_600_000, graceMs: 100, now: () => now }, 3_600_000);
   try {
-    const t = new Date(Date.now() + 1000);
-    expect((await sealer.tick(t))!.issued).toBe(1);
+    expect((await sealer.tick())!.issued).toBe(1);
     await pool.query('DELETE FROM evidence_receipts WHERE attempt_id = $1', [attempt!.id]);
-    expect((await sealer.tick(new Date(t.getTime() + 2_000)))!.issued).toBe(0);
-    expect((await sealer.tick(new Date(t.getTime() + SWEEP_EVERY_MS + 1)))!.issued).toBe(1);
+    now = new Date(t.getTime() + 2_000);
+    expect((await sealer.tick())!.issued).toBe(0);
+    now = new Date(t.getTime() + SWEEP_EVERY_MS + 1);
+    expect((await sealer.tick())!.issued).toBe(1);
   } finally {
     await sealer.stop();
   }

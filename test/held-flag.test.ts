@@ -3,7 +3,9 @@
 // router and by retry into a DISABLED destination, set on the open deliveries when the
 // destination is disabled (by the api, automatically, or by plain SQL: a trigger on
 // destinations.state keeps it), cleared when it is enabled (in the same statement,
-// keeping next_attempt_at) and by a delete (with the move to the DLQ).
+// keeping next_attempt_at) and by a delete (with the move to the DLQ). With it, held_since
+// (migration 20261125000000_held_expiry; the held expiry counts from it): now whenever
+// `held` becomes true, NULL whenever it is cleared.
 import { disableDestination } from '@hookline/delivery';
 import { createLogger } from '@hookline/logger';
 import { startReceiver, waitFor, type Receiver } from '@hookline/testing';
@@ -36,12 +38,23 @@ afterAll(async () => {
   await h?.close();
 });
 
-const flags = async (ids: string[]): Promise<Record<string, { held: boolean; status: string; next_attempt_at: Date }>> => {
-  const { rows } = await h.db.pool.query<{ id: string; held: boolean; status: string; next_attempt_at: Date }>(
-    'SELECT id, held, status::text AS status, next_attempt_at FROM deliveries WHERE id = ANY($1::text[])',
+const flags = async (ids: string[]): Promise<Record<string, { held: boolean; held_since: Date | null; status: string; next_attempt_at: Date }>> => {
+  const { rows } = await h.db.pool.query<{ id: string; held: boolean; held_since: Date | null; status: string; next_attempt_at: Date }>(
+    'SELECT id, held, held_since, status::text AS status, next_attempt_at FROM deliveries WHERE id = ANY($1::text[])',
     [ids],
   );
   return Object.fromEntries(rows.map((r) => [r.id, r]));
+};
+/** held_since of `id`, when it is set, in ms before now (within the last minute: stamped by the statement just run). */
+const heldSinceAgo = async (id: string): Promise<number | null> => {
+  const t = (await flags([id]))[id]!.held_since;
+  return t === null ? null : Date.now() - t.getTime();
+};
+const justNow = expect.any(Date);
+const stampedNow = async (id: string): Promise<void> => {
+  const ago = await heldSinceAgo(id);
+  expect(ago).not.toBeNull();
+  expect(Math.abs(ago!)).toBeLessThan(60_000);
 };
 
 /** An ACTIVE flow to `destinationId` and one validated event of its ingester, routed. */
@@ -68,15 +81,17 @@ test('disable marks the open deliveries held, routing to the DISABLED destinatio
   const { dst, open: waiting, done, scheduled } = await failedAndDelivered();
 
   await changeState(app, 'destination', h.tenantId, dst.id, 'disable');
-  expect(await flags([waiting, done])).toMatchObject({ [waiting]: { held: true, status: 'failed' }, [done]: { held: false, status: 'delivered' } });
+  expect(await flags([waiting, done])).toMatchObject({ [waiting]: { held: true, held_since: justNow, status: 'failed' }, [done]: { held: false, held_since: null, status: 'delivered' } });
+  await stampedNow(waiting);
 
   const routed = await routedEvent(dst.id);
   expect((await flags([routed]))[routed]).toMatchObject({ held: true, status: 'pending' });
+  await stampedNow(routed);
 
   await changeState(app, 'destination', h.tenantId, dst.id, 'enable');
   // Cleared by the time the enable returns; the retry schedule is kept.
   const after = await flags([waiting, routed]);
-  expect(after).toMatchObject({ [waiting]: { held: false, status: 'failed' }, [routed]: { held: false } });
+  expect(after).toMatchObject({ [waiting]: { held: false, held_since: null, status: 'failed' }, [routed]: { held: false, held_since: null } });
   expect(after[waiting]!.next_attempt_at).toEqual(scheduled);
   await waitFor(async () => (await flags([routed]))[routed]!.status === 'delivered', { what: 'the held delivery sent after the enable' });
 });
@@ -84,7 +99,7 @@ test('disable marks the open deliveries held, routing to the DISABLED destinatio
 test('routing to an ACTIVE destination stores held = false', async () => {
   const dst = await h.destination(rx.url);
   const routed = await routedEvent(dst.id);
-  expect((await flags([routed]))[routed]!.held).toBe(false);
+  expect((await flags([routed]))[routed]).toMatchObject({ held: false, held_since: null });
 });
 
 test('an automatic disable marks the open deliveries held', async () => {
@@ -93,6 +108,7 @@ test('an automatic disable marks the open deliveries held', async () => {
   await h.db.pool.query(`UPDATE deliveries SET status = 'failed', next_attempt_at = now() + interval '1 hour' WHERE id = $1`, [deliveryId]);
   expect(await disableDestination(h.db.pool, h.redis, h.prefix, dst.id, 'failing without a success for 72 h')).toBe(true);
   expect((await flags([deliveryId]))[deliveryId]!.held).toBe(true);
+  await stampedNow(deliveryId);
 });
 
 test('retry into a DISABLED destination stores held; into an ACTIVE one, not', async () => {
@@ -109,7 +125,28 @@ test('retry into a DISABLED destination stores held; into an ACTIVE one, not', a
   expect(await retryEvent(deps, h.tenantId, a.eventId)).toEqual([a.deliveryId]);
   expect(await retryEvent(deps, h.tenantId, b.eventId)).toEqual([b.deliveryId]);
   expect((await flags([a.deliveryId]))[a.deliveryId]).toMatchObject({ held: true, status: 'pending' });
-  expect((await flags([b.deliveryId]))[b.deliveryId]!.held).toBe(false);
+  await stampedNow(a.deliveryId);
+  expect((await flags([b.deliveryId]))[b.deliveryId]).toMatchObject({ held: false, held_since: null });
+});
+
+test('retry of a delivery held long ago into a DISABLED destination holds it from the retry; into an ACTIVE one it clears held_since', async () => {
+  const dst = await h.destination(rx.url);
+  const { deliveryId, eventId } = await h.delivery(dst.id);
+  await h.db.pool.query(`UPDATE deliveries SET status = 'failed', attempt_count = 2, next_attempt_at = now() + interval '1 hour' WHERE id = $1`, [deliveryId]);
+  await changeState(app, 'destination', h.tenantId, dst.id, 'disable');
+  await h.db.pool.query(`UPDATE deliveries SET held_since = now() - interval '6 days' WHERE id = $1`, [deliveryId]);
+
+  const deps = { pool: h.db.pool, producer: h.deps.producer, logger, pools: new Map<string, string>() };
+  expect(await retryEvent(deps, h.tenantId, eventId)).toEqual([deliveryId]);
+  expect((await flags([deliveryId]))[deliveryId]).toMatchObject({ held: true, status: 'pending' });
+  await stampedNow(deliveryId);
+
+  // Exhausted with its flag left on (an attempt in flight across the disable: the enable
+  // clears open deliveries only), then retried into the enabled destination: both cleared.
+  await h.db.pool.query(`UPDATE destinations SET state = 'ACTIVE' WHERE id = $1`, [dst.id]);
+  await h.db.pool.query(`UPDATE deliveries SET status = 'exhausted', exhausted_at = now(), held = true, held_since = now() - interval '6 days' WHERE id = $1`, [deliveryId]);
+  expect(await retryEvent(deps, h.tenantId, eventId)).toEqual([deliveryId]);
+  expect((await flags([deliveryId]))[deliveryId]).toMatchObject({ held: false, held_since: null });
 });
 
 test('a delete clears held as it moves the open deliveries to the DLQ', async () => {
@@ -119,25 +156,30 @@ test('a delete clears held as it moves the open deliveries to the DLQ', async ()
   await changeState(app, 'destination', h.tenantId, dst.id, 'disable');
   expect((await flags([deliveryId]))[deliveryId]!.held).toBe(true);
   await changeState(app, 'destination', h.tenantId, dst.id, 'delete');
-  expect((await flags([deliveryId]))[deliveryId]).toMatchObject({ held: false, status: 'exhausted' });
+  expect((await flags([deliveryId]))[deliveryId]).toMatchObject({ held: false, held_since: null, status: 'exhausted' });
 });
 
 test('plain SQL on destinations.state (manual, or an api replica of an older version) keeps held right both ways', async () => {
   const { dst, open, done, scheduled } = await failedAndDelivered();
 
   await h.db.pool.query(`UPDATE destinations SET state = 'DISABLED' WHERE id = $1`, [dst.id]);
-  expect(await flags([open, done])).toMatchObject({ [open]: { held: true, status: 'failed' }, [done]: { held: false, status: 'delivered' } });
-  // An UPDATE that leaves the state as it is changes nothing.
+  expect(await flags([open, done])).toMatchObject({ [open]: { held: true, status: 'failed' }, [done]: { held: false, held_since: null, status: 'delivered' } });
+  await stampedNow(open);
+  // An UPDATE that leaves the state as it is changes nothing (held_since neither).
+  await h.db.pool.query(`UPDATE deliveries SET held_since = now() - interval '6 days' WHERE id = $1`, [open]);
   await h.db.pool.query(`UPDATE destinations SET state = 'DISABLED', updated_at = now() WHERE id = $1`, [dst.id]);
   expect((await flags([open]))[open]!.held).toBe(true);
+  expect(await heldSinceAgo(open)).toBeGreaterThan(5 * 86_400_000);
 
   await h.db.pool.query(`UPDATE destinations SET state = 'ACTIVE' WHERE id = $1`, [dst.id]);
   const after = await flags([open, done]);
-  expect(after).toMatchObject({ [open]: { held: false, status: 'failed' }, [done]: { held: false } });
+  expect(after).toMatchObject({ [open]: { held: false, held_since: null, status: 'failed' }, [done]: { held: false } });
   expect(after[open]!.next_attempt_at).toEqual(scheduled);
 
-  // Deleted by hand from DISABLED: they stay held (out of the sweep's index) until closed.
+  // Disabled again: held from now, not from the first disable. Deleted by hand from
+  // DISABLED: they stay held (out of the sweep's index) until closed.
   await h.db.pool.query(`UPDATE destinations SET state = 'DISABLED' WHERE id = $1`, [dst.id]);
+  await stampedNow(open);
   await h.db.pool.query(`UPDATE destinations SET state = 'DELETED' WHERE id = $1`, [dst.id]);
   expect((await flags([open]))[open]!.held).toBe(true);
 });

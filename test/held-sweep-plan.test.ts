@@ -7,6 +7,7 @@
 import { createPool, type Pool } from '@hookline/db';
 import { seedTenant, createTestDatabase, type TestDatabase } from '@hookline/testing';
 import { SWEEP_SQL } from '../services/deliverer/src/recover-deliveries';
+import { explainDeliveriesScans, seedOnOffDestinations, type DeliveriesScans } from './plan-fixtures';
 
 let db: TestDatabase;
 let pipeline: Pool;
@@ -16,16 +17,7 @@ const AFTER_MS = 30_000;
 beforeAll(async () => {
   db = await createTestDatabase('heldsweepplan');
   const { tenantId } = await seedTenant(db.pool);
-  await db.pool.query(
-    `INSERT INTO destinations (id, tenant_id, name, url, state, updated_at) VALUES
-       ('dst_off', $1, 'off', 'http://127.0.0.1:9/hook', 'DISABLED', now()), ('dst_on', $1, 'on', 'http://127.0.0.1:9/hook', 'ACTIVE', now())`,
-    [tenantId],
-  );
-  await db.pool.query(
-    `INSERT INTO events (id, tenant_id, ingester_id, status, correlation_id)
-     SELECT 'evt_' || lpad(i::text, 8, '0'), $1, 'ing_x', 'filtered', 'c' FROM generate_series(0, ${HELD}) i`,
-    [tenantId],
-  );
+  await seedOnOffDestinations(db.pool, tenantId, 0, HELD);
   // The held backlog: due for days (older than anything else); then one delivery of the
   // ACTIVE destination whose job was lost, due for a minute.
   await db.pool.query(
@@ -48,22 +40,9 @@ afterAll(async () => {
   await db?.drop();
 });
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Index Recheck'?: number;
-  Plans?: PlanNode[];
-}
-
-const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
-
 test('the recovery sweep finds the due delivery without walking the held ones', async () => {
   const client = await pipeline.connect();
-  let plan: PlanNode;
+  let plan: DeliveriesScans;
   let found: string[];
   try {
     // Both run the UPDATE: each inside a transaction that is rolled back.
@@ -71,19 +50,16 @@ test('the recovery sweep finds the due delivery without walking the held ones', 
     found = (await client.query<{ id: string }>(SWEEP_SQL, [AFTER_MS, 100])).rows.map((r) => r.id);
     await client.query('ROLLBACK');
     await client.query('BEGIN');
-    const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${SWEEP_SQL}`, [AFTER_MS, 100]);
-    plan = rows[0]!['QUERY PLAN'][0].Plan;
+    plan = await explainDeliveriesScans(client, SWEEP_SQL, [AFTER_MS, 100]);
   } finally {
     await client.query('ROLLBACK');
     client.release();
   }
   expect(found).toEqual(['dlv_due']);
 
-  const scans = nodes(plan).filter((n) => n['Relation Name'] === 'deliveries' && /Scan/.test(n['Node Type']));
+  const { scans, visited } = plan;
   expect(scans.map((n) => n['Index Name'])).toContain('deliveries_next_attempt_at_due_idx');
   expect(scans.map((n) => n['Node Type'])).not.toContain('Seq Scan');
-  // Rows the deliveries scans produced or threw away, over all their loops.
-  const visited = scans.reduce((sum, n) => sum + ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0)) * (n['Actual Loops'] ?? 1), 0);
   console.log(`recovery sweep over ${HELD} held deliveries: deliveries scans visited ${visited} rows`);
   expect(visited).toBeLessThan(HELD / 100);
 });

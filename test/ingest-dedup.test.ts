@@ -160,15 +160,18 @@ describe('Idempotency-Key reused with a different body', () => {
     expect((await h.post(ingesterId, '{"old":true}', { 'idempotency-key': key })).status).toBe(409);
   });
 
-  test('an explicit key equal to a provider delivery id already stored is held to that body (the request decides, not the record)', async () => {
+  test('an Idempotency-Key equal to a provider delivery id already stored is held to that body when it is the key (no provider id on the request)', async () => {
     const { ingesterId } = await h.seedIngester({ provider: 'github', secrets: ['gh'] });
     const delivery = randomUUID();
     const send = (body: string, headers: Record<string, string>): ReturnType<IngestHarness['post']> => h.post(ingesterId, body, { ...headers, ...signAs('github', 'gh', body) });
     const first = await send('{"a":1}', { 'X-GitHub-Delivery': delivery });
     expect(first.status).toBe(202);
-    expect((await send('{"a":2}', { 'X-GitHub-Delivery': delivery, 'Idempotency-Key': delivery })).status).toBe(409);
+    const conflict = await send('{"a":2}', { 'Idempotency-Key': delivery });
+    expect(conflict).toMatchObject({ status: 409, json: { idempotency_key: delivery } });
     expectReplayOf(await send('{"a":1}', { 'Idempotency-Key': delivery }), first);
-    // Without the header the same id with another body is a provider redelivery: the original 202.
+    // With the provider id on the request the id is the key, whatever the header says: a
+    // provider redelivery, the original 202 (never a 409 to a provider).
+    expectReplayOf(await send('{"a":2}', { 'X-GitHub-Delivery': delivery, 'Idempotency-Key': delivery }), first);
     expectReplayOf(await send('{"a":2}', { 'X-GitHub-Delivery': delivery }), first);
     expect(await events(ingesterId)).toEqual([{ id: first.json['event_id'], dedup_key: delivery }]);
   });
@@ -210,6 +213,26 @@ test.each(KINDS)('$provider: the same provider id with a different body → the 
   expectReplayOf(other, first);
   expect(await snapshot(ingesterId)).toEqual(before);
   expect(before['payloads']).toEqual([{ event_id: first.json['event_id'], body: Buffer.from(k.body) }]);
+});
+
+test.each(KINDS)('$provider: a captured request replayed with a fresh Idempotency-Key each time → the original 202 (Idempotent-Replayed), one event: the provider id is the key', async (k) => {
+  const { ingesterId } = await h.seedIngester({ provider: k.provider, secrets: [k.secret] });
+  const headers = { ...k.idHeaders(), ...signAs(k.provider, k.secret, k.body, { url: `${TEST_PUBLIC_URL}/in/${ingesterId}`, id: `msg_${randomUUID()}` }), 'content-type': k.contentType ?? 'application/json' };
+  const first = await h.post(ingesterId, k.body, headers);
+  expect(first.status).toBe(202);
+  expectReplayOf(await h.post(ingesterId, k.body, headers), first);
+  for (const key of ['anything-1', 'anything-2', randomUUID()]) expectReplayOf(await h.post(ingesterId, k.body, { ...headers, 'idempotency-key': key }), first);
+  expect(await events(ingesterId)).toEqual([{ id: first.json['event_id'], dedup_key: k.key(k.body, headers) }]);
+});
+
+test('a first request carrying both an Idempotency-Key and a provider id is stored under the provider id: its plain redelivery is the replay', async () => {
+  const { ingesterId } = await h.seedIngester({ provider: 'stripe', secrets: ['st'] });
+  const body = `{"id":"evt_${randomUUID()}","type":"a"}`;
+  const sig = signAs('stripe', 'st', body);
+  const first = await h.post(ingesterId, body, { ...sig, 'idempotency-key': 'client-key' });
+  expect(first.status).toBe(202);
+  expectReplayOf(await h.post(ingesterId, body, sig), first);
+  expect(await events(ingesterId)).toEqual([{ id: first.json['event_id'], dedup_key: (JSON.parse(body) as { id: string }).id }]);
 });
 
 describe('writeBatch (one transaction per batch)', () => {

@@ -77,6 +77,35 @@ test.each(['stripe', 'standard-webhooks', 'generic'] as const)('%s: a stale time
   expect(await count('events', ingesterId)).toBe(0);
 });
 
+describe('standard-webhooks secrets stored before the API checked them', () => {
+  // '!!!!!!!!!!!!!!!!' decodes to an empty key: anyone can compute an HMAC with it.
+  const weak = '!!!!!!!!!!!!!!!!';
+  const forged = (body: string): Record<string, string> => signAs('standard-webhooks', weak, body, { id: `msg_${randomBytes(6).toString('hex')}` });
+
+  test('a secret decoding to an empty key never verifies (401 signature_mismatch, a rejection, no event); a rotated-in valid one does; one warning naming the ingester', async () => {
+    const warn = jest.spyOn(h.logger, 'warn');
+    try {
+      const good = whsec();
+      const { ingesterId } = await h.seedIngester({ provider: 'standard-webhooks', secrets: [weak, good] });
+      const body = '{"type":"forged"}';
+      for (let i = 0; i < 2; i++) {
+        const res = await h.post(ingesterId, body, forged(body));
+        expect(res.json).toMatchObject({ status: 401, reason_code: 'provider_verification_failed', reason: 'signature_mismatch' });
+      }
+      expect(await count('events', ingesterId)).toBe(0);
+      const { rows } = await h.db.pool.query('SELECT detail FROM ingest_rejections WHERE ingester_id = $1', [ingesterId]);
+      expect(rows).toEqual([{ detail: 'signature_mismatch' }, { detail: 'signature_mismatch' }]);
+      const ok = await h.post(ingesterId, '{"type":"user.created"}', signAs('standard-webhooks', good, '{"type":"user.created"}', { id: 'msg_good' }));
+      expect(ok.status).toBe(202);
+      const warnings = warn.mock.calls.map((c) => (c as unknown[])[1] as Record<string, unknown>).filter((m) => m?.['ingester_id'] === ingesterId);
+      expect(warnings).toEqual([expect.objectContaining({ ingester_id: ingesterId, secret_positions: [0] })]);
+      expect(JSON.stringify(warn.mock.calls)).not.toContain(weak);
+    } finally {
+      warn.mockRestore();
+    }
+  });
+});
+
 describe('header rules', () => {
   test('missing or wrong required headers → 400 with a field per header and a validation_error rejection', async () => {
     const { ingesterId } = await h.seedIngester({ config: { required_headers: { 'X-Source-Token': 'abc', 'x-present': null } } });

@@ -207,8 +207,11 @@ describe('migrations started together', () => {
       expect(settled).toEqual([]);
       await gate.query('SELECT pg_advisory_unlock($1)', [gateKey]);
       expect(await first).toEqual(['1_gated', '2_after']);
+      // The second waited for the first (it found both applied: nothing left to run). Which
+      // promise settles first after that is the event loop's business: the first still closes
+      // its connection when the second, given the lock, already reads the applied list.
       expect(await second).toEqual([]);
-      expect(settled).toEqual(['first', 'second']);
+      expect([...settled].sort()).toEqual(['first', 'second']);
       expect(await appliedMigrations(db.schema)).toBe(2);
     } finally {
       await gate.end();
@@ -232,6 +235,24 @@ describe('pnpm admin', () => {
       const bad = await run(TSX, ['scripts/admin.ts', 'create-tenant', '--name', 'x', '--email', 'nope', '--plan', 'gold'], { DATABASE_URL: db.url });
       expect(bad.code).toBe(1);
       expect(bad.err).toContain('--email must be an email address; --plan must be one of free, pro, business, enterprise');
+      // The target is named (without credentials); a password of one's own comes from the
+      // environment, never argv, and is not printed back; names are trimmed; no `%` in emails.
+      const base = new URL(BASE_DB);
+      expect(r.err).toContain(`database: ${base.hostname}:${base.port || '5432'}${base.pathname} (schema ${db.schema})`);
+      expect(r.err).not.toContain('@');
+      const own = await run(TSX, ['scripts/admin.ts', 'create-tenant', '--name', '  Acme2  ', '--email', `Own-${randomBytes(3).toString('hex')}@acme.test`], { DATABASE_URL: db.url, HOOKLINE_ADMIN_PASSWORD: 'operator-chosen-pw' });
+      expect(own.code).toBe(0);
+      expect(own.out).not.toContain('operator-chosen-pw');
+      expect(JSON.parse(own.out)).toMatchObject({ name: 'Acme2', user: { email: expect.stringMatching(/^own-/) } });
+      expect(JSON.parse(own.out).user.password).toBeUndefined();
+      // A user whose email differs only in case (inserted by hand, say) already holds it.
+      const upper = `Case-${randomBytes(3).toString('hex')}@acme.test`;
+      await sql((c) => c.query(`INSERT INTO "${db.schema}".users (id, tenant_id, email, password_hash) SELECT 'usr_case', tenant_id, $1, 'x' FROM "${db.schema}".users LIMIT 1`, [upper]));
+      const dup = await run(TSX, ['scripts/admin.ts', 'create-tenant', '--name', 'Case', '--email', upper.toLowerCase()], { DATABASE_URL: db.url });
+      expect([dup.code, dup.err.includes(`a user with email ${upper.toLowerCase()} already exists`)]).toEqual([1, true]);
+      const argv = await run(TSX, ['scripts/admin.ts', 'create-tenant', '--name', 'x', '--email', '%@acme.test', '--password', 'secret-on-argv'], { DATABASE_URL: db.url });
+      expect(argv.code).toBe(1);
+      expect(argv.err).toContain('--email must be an email address; --password is not taken on the command line');
     } finally {
       await db.drop();
     }

@@ -138,7 +138,9 @@ describe('Idempotency-Key on MCP key writes', () => {
     const beyond = { ...mcp, 'idempotency-key': 'beyond' };
     const refused = await h.call('POST', keys(t), { headers: beyond, body: { name: 'x', scopes: ['mcp:read:logs'] } });
     expect(refused.status).toBe(403);
-    expect((await h.call('POST', keys(t), { headers: beyond, body: { name: 'x', scopes: ['mcp:read:logs'] } })).body).toEqual(refused.body);
+    const replayed = await h.call('POST', keys(t), { headers: beyond, body: { name: 'x', scopes: ['mcp:read:logs'] } });
+    // The same problem, its instance this request's id.
+    expect(replayed.body).toEqual({ ...refused.body, instance: replayed.headers.get('x-request-id') });
     const bad = await h.call('POST', keys(t), { key: t.apiKey, headers: { 'idempotency-key': 'x'.repeat(256) }, body: { name: 'y' } });
     expect(bad.status).toBe(400);
     expect(bad.body.errors).toEqual([{ field: 'Idempotency-Key', message: expect.any(String) }]);
@@ -148,6 +150,19 @@ describe('Idempotency-Key on MCP key writes', () => {
     const r2 = await h.call('DELETE', `${keys(t)}/${first.body.id}`, { key: t.apiKey, headers: revoke });
     expect(r1.status).toBe(200);
     expect({ body: r2.body, replayed: r2.headers.get('idempotent-replayed') }).toEqual({ body: r1.body, replayed: 'true' });
+  });
+
+  it('a replayed refusal carries the replaying request id in instance', async () => {
+    const t = await h.tenant();
+    const narrow = await h.call('POST', keys(t), { key: t.apiKey, body: { name: 'narrow-admin', scopes: ['mcp:admin:keys', 'mcp:read:health'] } });
+    const headers = { 'x-mcp-api-key': narrow.body.key as string, 'idempotency-key': 'refused-twice' };
+    const body = { name: 'wide', scopes: ['mcp:read:health', 'mcp:read:logs'] };
+    const first = await h.call('POST', keys(t), { headers, body });
+    const again = await h.call('POST', keys(t), { headers, body });
+    expect([first.status, again.status, again.headers.get('idempotent-replayed')]).toEqual([403, 403, 'true']);
+    expect(first.body.instance).toBe(first.headers.get('x-request-id'));
+    expect(again.body.instance).toBe(again.headers.get('x-request-id'));
+    expect(again.body.instance).not.toBe(first.body.instance);
   });
 
   it("another credential's identical create is not a replay: an MCP administrator is checked and never handed a more privileged creator's key", async () => {

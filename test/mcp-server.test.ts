@@ -4,6 +4,7 @@ import { newId } from '@hookline/db';
 import { MCP_SCOPES } from '@hookline/signing';
 import { seedTenant } from '@hookline/testing';
 import { readClusterStatus } from '../services/api/src/edge/cluster-status';
+import { mcpPaths } from '../services/api/src/mcp/mcp.openapi';
 import { callTool as call, mcpKey, seedTenantData, startMcp, TEST_EVIDENCE_KEY, type McpHarness, type TenantData } from './mcp-harness';
 import { insertDestination, insertEvent, insertFlow, insertIngester } from './router-fixtures';
 
@@ -288,4 +289,125 @@ test('get_evidence and GET /v1/mcp/evidence/{id} page the receipts of a root pas
     expect((await h.http('GET', `/v1/mcp/evidence/${root.id}?cursor=${bad}`, { headers })).body).toMatchObject({ status: 400, errors: [{ field: 'cursor' }] });
   }
   expect((await h.http('GET', `/v1/mcp/evidence/${root.id}?limit=101`, { headers })).status).toBe(400);
+});
+
+test('get_evidence and GET /v1/mcp/evidence/{id} answer the receipts of an ingester, a destination or a flow, newest first, a page at a time', async () => {
+  // One ingester fanned out to two destinations (two flows to the first), and a second
+  // ingester's flow into the first destination: each id must find exactly its own receipts.
+  const pool = h.db.pool;
+  const tenant = await seedTenant(pool);
+  const { tenantId } = tenant;
+  const [ing1, ing2] = [await insertIngester(pool, tenantId), await insertIngester(pool, tenantId)];
+  const [dst1, dst2] = [await insertDestination(pool, tenantId), await insertDestination(pool, tenantId)];
+  const flw1 = await insertFlow(pool, { tenantId, ingesterId: ing1, destinationId: dst1 });
+  const flw1b = await insertFlow(pool, { tenantId, ingesterId: ing1, destinationId: dst1, filter: { match: { type: 'invoice.paid' } } });
+  const flw2 = await insertFlow(pool, { tenantId, ingesterId: ing1, destinationId: dst2 });
+  const flw3 = await insertFlow(pool, { tenantId, ingesterId: ing2, destinationId: dst1 });
+  const plan: { ingester: string; flow: string; destination: string; attempts: number }[] = [
+    ...[1, 2, 3].flatMap(() => [{ ingester: ing1, flow: flw1, destination: dst1, attempts: 2 }, { ingester: ing1, flow: flw2, destination: dst2, attempts: 1 }]),
+    { ingester: ing1, flow: flw1b, destination: dst1, attempts: 1 },
+    { ingester: ing2, flow: flw3, destination: dst1, attempts: 2 },
+  ];
+  // Attempt start times in an order unlike the ids of their events, deliveries and receipts: the lists go by event or delivery.
+  const offsets = [7, 2, 11, 0, 9, 4, 1, 10, 5, 3, 8, 6];
+  const attempts: { id: string; event: string; delivery: string; n: number; ingester: string; flow: string; destination: string; startedAgoS: number }[] = [];
+  for (const p of plan) {
+    const eventId = await insertEvent(pool, { tenantId, ingesterId: p.ingester, status: 'delivered' });
+    const delivery = newId('dlv');
+    await pool.query(`INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, status, attempt_count, delivered_at) VALUES ($1, $2, $3, $4, $5, 'delivered', $6, now())`, [
+      delivery, tenantId, eventId, p.flow, p.destination, p.attempts,
+    ]);
+    for (let n = 1; n <= p.attempts; n++) {
+      const a = { id: newId('att'), event: eventId, delivery, n, ingester: p.ingester, flow: p.flow, destination: p.destination, startedAgoS: 100 + offsets[attempts.length]! * 60 - n };
+      await pool.query(
+        `INSERT INTO delivery_attempts (id, tenant_id, delivery_id, number, status_code, response_body, started_at, duration_ms) VALUES ($1, $2, $3, $4, $5, 'x', now() - $6::int * interval '1 second', 7)`,
+        [a.id, tenantId, delivery, n, n === p.attempts ? 200 : 503, a.startedAgoS],
+      );
+      attempts.push(a);
+    }
+  }
+  expect(attempts).toHaveLength(offsets.length);
+  await issueReceipts(pool, TEST_EVIDENCE_KEY);
+  await sealWindow(pool, TEST_EVIDENCE_KEY, tenantId, { start: new Date(0), end: new Date(Date.now() + 60_000) });
+  // Newest first: an ingester's by event, then delivery; a destination's or flow's by delivery; a delivery's latest attempt first.
+  type Attempt = (typeof attempts)[number];
+  const desc = (x: string, y: string) => (x < y ? 1 : x > y ? -1 : 0);
+  const byDelivery = (a: Attempt, b: Attempt) => desc(a.delivery, b.delivery) || b.n - a.n;
+  const newest = (keep: (a: Attempt) => boolean, order: (a: Attempt, b: Attempt) => number) => attempts.filter(keep).sort(order).map((a) => a.id);
+  const byEvent = (a: Attempt, b: Attempt) => desc(a.event, b.event) || byDelivery(a, b);
+  const expected: Record<string, string[]> = {
+    [ing1]: newest((a) => a.ingester === ing1, byEvent),
+    [ing2]: newest((a) => a.ingester === ing2, byEvent),
+    [dst1]: newest((a) => a.destination === dst1, byDelivery),
+    [dst2]: newest((a) => a.destination === dst2, byDelivery),
+    [flw1]: newest((a) => a.flow === flw1, byDelivery),
+    [flw1b]: newest((a) => a.flow === flw1b, byDelivery),
+    [flw2]: newest((a) => a.flow === flw2, byDelivery),
+    [flw3]: newest((a) => a.flow === flw3, byDelivery),
+  };
+  expect(Object.fromEntries(Object.entries(expected).map(([id, ids]) => [id, ids.length]))).toEqual({ [ing1]: 10, [ing2]: 2, [dst1]: 9, [dst2]: 3, [flw1]: 6, [flw1b]: 1, [flw2]: 3, [flw3]: 2 });
+
+  const key = await mcpKey(h, tenant, ['mcp:read:evidence']);
+  const headers = { 'x-mcp-api-key': key.key };
+  const c = await h.client(key.key);
+  for (const [id, ids] of Object.entries(expected)) {
+    // One page (default 20): exactly the receipts of this resource, newest first, each valid.
+    const tool = await call(c, 'get_evidence', { id });
+    expect([id, tool.isError]).toEqual([id, false]);
+    expect([id, tool.body.resource_id, (tool.body.receipts as EvidenceBundle[]).map((b) => b.receipt.attempt_id), tool.body.has_more, tool.body.next_cursor]).toEqual([id, id, ids, false, null]);
+    for (const b of tool.body.receipts as EvidenceBundle[]) expect(verifyReceipt(b.receipt, b.proof!, b.root!, { key: TEST_EVIDENCE_KEY.key }).valid).toBe(true);
+    // The REST mirror answers the same.
+    const rest = await h.http('GET', `/v1/mcp/evidence/${id}`, { headers });
+    expect([id, rest.status]).toEqual([id, 200]);
+    expect(rest.body).toEqual(tool.body);
+
+    // Pages of 3 over both surfaces: every receipt once, in the same order; the last page says it is the last.
+    for (const surface of ['tool', 'rest'] as const) {
+      const seen: string[] = [];
+      const pages: boolean[] = [];
+      let cursor: string | null = null;
+      do {
+        const q: Record<string, unknown> = { limit: 3, ...(cursor ? { cursor } : {}) };
+        const page: any =
+          surface === 'tool'
+            ? (await call(c, 'get_evidence', { id, ...q })).body
+            : (await h.http('GET', `/v1/mcp/evidence/${id}?${new URLSearchParams(Object.entries(q).map(([k, v]): [string, string] => [k, String(v)]))}`, { headers })).body;
+        seen.push(...(page.receipts as EvidenceBundle[]).map((b) => b.receipt.attempt_id));
+        pages.push(page.has_more);
+        expect(page.has_more).toBe(page.next_cursor !== null);
+        cursor = page.next_cursor;
+      } while (cursor && pages.length < 10);
+      expect([id, surface, seen]).toEqual([id, surface, ids]);
+      expect(pages).toEqual(Array.from({ length: Math.ceil(ids.length / 3) }, (_, i) => i < Math.ceil(ids.length / 3) - 1));
+    }
+  }
+  // A cursor of another list continues nothing here.
+  const ofDst2 = (await call(c, 'get_evidence', { id: dst2, limit: 1 })).body.next_cursor;
+  expect((await call(c, 'get_evidence', { id: flw1, cursor: ofDst2 })).body).toEqual({ resource_id: flw1, receipts: [], next_cursor: null, has_more: false });
+
+  // A DELETED destination keeps its evidence (receipts are never withdrawn), as a purged delivery's id does.
+  await pool.query(`UPDATE destinations SET state = 'DELETED' WHERE id = $1`, [dst2]);
+  expect((await h.http('GET', `/v1/mcp/evidence/${dst2}`, { headers })).body.receipts.map((b: EvidenceBundle) => b.receipt.attempt_id)).toEqual(expected[dst2]);
+
+  // Another tenant's ingester, destination and flow, and one of ours without receipts: 404 on both surfaces, as an unknown id.
+  const { rows } = await pool.query<{ id: string }>('SELECT id FROM delivery_flows WHERE tenant_id = $1 ORDER BY id LIMIT 1', [theirs.tenant.tenantId]);
+  const idle = await insertDestination(pool, tenantId);
+  for (const id of [theirs.ingesterId, theirs.destinationId, rows[0]!.id, idle, `flw_${'0'.repeat(26)}`]) {
+    const rest = await h.http('GET', `/v1/mcp/evidence/${id}`, { headers });
+    expect([id, rest.status, rest.body.type]).toEqual([id, 404, expect.stringMatching(/\/not-found$/)]);
+    expect([id, await call(c, 'get_evidence', { id })]).toEqual([id, { isError: true, body: expect.objectContaining({ status: 404, type: rest.body.type }) }]);
+  }
+  // The other tenant's key sees its own.
+  const theirKey = await mcpKey(h, theirs.tenant, ['mcp:read:evidence']);
+  const own = await h.http('GET', `/v1/mcp/evidence/${theirs.ingesterId}`, { headers: { 'x-mcp-api-key': theirKey.key } });
+  expect([own.status, own.body.receipts.length]).toEqual([200, 3]);
+});
+
+test('get_evidence and its REST mirror describe the ingester, destination and flow ids they take', async () => {
+  const { tools } = await client.listTools();
+  const tool = tools.find((t) => t.name === 'get_evidence')!;
+  for (const prefix of ['ing_', 'dst_', 'flw_']) expect([prefix, tool.description]).toEqual([prefix, expect.stringContaining(prefix)]);
+  expect(tool.description).toMatch(/newest first/);
+  const op = (mcpPaths['/v1/mcp/evidence/{id}'] as { get: { summary: string; description: string } }).get;
+  expect(`${op.summary} ${op.description}`).toMatch(/ingester.*destination.*flow/s);
 });

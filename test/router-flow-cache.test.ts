@@ -105,4 +105,33 @@ describe('FlowCache', () => {
     expect(flows.find((f) => f.id === bad)).toMatchObject({ matchAll: false, filter: { valid: false } });
     expect(invalid).toEqual([bad]);
   });
+  it("compiles the ingester's filter once per fill, keeps it with the flows, and reports an invalid one", async () => {
+    const s = await setup();
+    await db.pool.query(`UPDATE ingesters SET filters = $2 WHERE id = $1`, [s.ingesterId, JSON.stringify({ match: { 'headers.X-Env': 'prod' } })]);
+    let now = 1_000_000;
+    const cache = new FlowCache(db.pool, 5000, undefined, () => now);
+    const key = new Map([[s.ingesterId, s.tenantId]]);
+    const first = (await cache.lookup(key)).get(s.ingesterId)!;
+    const doc = (env: string) => ({ type: 'a.b', source: { ingester_id: s.ingesterId, provider: 'generic' }, headers: { 'x-env': env }, query: {}, body: null });
+    expect(first.ingesterFilter).toMatchObject({ valid: true });
+    expect([first.ingesterFilter!.matches(doc('prod')), first.ingesterFilter!.matches(doc('dev'))]).toEqual([true, false]);
+    now += 1000;
+    // A hit: the same compiled filter, not a new one per event.
+    expect((await cache.lookup(key)).get(s.ingesterId)!.ingesterFilter).toBe(first.ingesterFilter);
+
+    // None, or {}: nothing to run.
+    for (const none of [null, {}]) {
+      await db.pool.query(`UPDATE ingesters SET filters = $2::jsonb WHERE id = $1`, [s.ingesterId, none === null ? null : JSON.stringify(none)]);
+      cache.invalidate({ kind: 'ingester', id: s.ingesterId, tenantId: s.tenantId });
+      expect((await cache.lookup(key)).get(s.ingesterId)!.ingesterFilter).toBeNull();
+    }
+
+    await db.pool.query(`UPDATE ingesters SET filters = $2 WHERE id = $1`, [s.ingesterId, JSON.stringify({ jsonpath: '$[' })]);
+    const invalid: Array<[string, string | undefined]> = [];
+    const reporting = new FlowCache(db.pool, 0, (id, _errors, kind) => invalid.push([id, kind]));
+    const bad = (await reporting.lookup(key)).get(s.ingesterId)!;
+    expect(bad.ingesterFilter).toMatchObject({ valid: false });
+    expect(bad.ingesterFilter!.matches(doc('prod'))).toBe(false);
+    expect(invalid).toEqual([[s.ingesterId, 'ingester']]);
+  });
 });

@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import { parseDatabaseUrl } from '@hookline/db';
-import type { JobData } from '@hookline/queues';
-import { seedTenant, type TestDatabase } from '@hookline/testing';
+import { createRedis, onConfigChange, publishConfigChange, type JobData } from '@hookline/queues';
+import { seedTenant, waitFor, type TestDatabase } from '@hookline/testing';
 import { FlowCache } from '../services/router/src/flow-cache';
 import { routeEvents, type RouteDeps } from '../services/router/src/route-events';
 import { deliveriesOf, eventState, insertDestination, insertEvent, insertFlow, insertIngester, openRouterTest, type RouterTestContext } from './router-fixtures';
@@ -115,6 +115,15 @@ describe('routeEvents', () => {
     const held = rows.find((r) => r.flow_id === flows.disabledDest)!.id;
     expect((await deliverJobs()).flatMap((j) => j.deliveryIds)).toEqual([rows.find((r) => r.flow_id === flows.active)!.id]);
     expect((await deliverJobs()).flatMap((j) => j.deliveryIds)).not.toContain(held);
+    // Stored held since now (the held expiry counts from it); the ACTIVE one's is not held.
+    const { rows: stamps } = await db.pool.query<{ id: string; held: boolean; held_now: boolean | null }>(
+      `SELECT id, held, held_since > now() - interval '1 minute' AS held_now FROM deliveries WHERE event_id = $1`,
+      [e],
+    );
+    expect(Object.fromEntries(stamps.map((r) => [r.id, { held: r.held, held_now: r.held_now }]))).toEqual({
+      [held]: { held: true, held_now: true },
+      [rows.find((r) => r.flow_id === flows.active)!.id]: { held: false, held_now: null },
+    });
   });
 
   it('marks an event whose ingester has only DISABLED or DRAFT flows with flow_not_active and creates nothing', async () => {
@@ -296,5 +305,129 @@ describe('routeEvents filters', () => {
     const e = await insertEvent(db.pool, { tenantId, ingesterId });
     const out = await routeEvents(deps, { eventIds: [e] });
     expect(out.deliveryIds).toHaveLength(1);
+  });
+});
+
+// SPEC.md (Endpoint (ingester)): `filters`, event filtering conditions (event type, headers).
+// The ingester's filter, in a flow filter's format, gates all of its flows: an event it
+// rejects is routed to none of them (status_reason ingester_filter_rejected); one it accepts
+// goes on to each flow's own filter.
+describe('routeEvents ingester filters', () => {
+  const setIngesterFilters = (ingesterId: string, filters: unknown): Promise<unknown> =>
+    db.pool.query(`UPDATE ingesters SET filters = $2::jsonb WHERE id = $1`, [ingesterId, filters === null ? null : JSON.stringify(filters)]);
+  const headers = (env: string): Record<string, string> => ({ 'Content-Type': 'application/json', 'X-Env': env });
+
+  it('routes an event the ingester filter rejects to none of its flows, marked ingester_filter_rejected', async () => {
+    const { ingesterId } = await ingesterWithFlows({}, { event_types: ['invoice.*'] });
+    await setIngesterFilters(ingesterId, { event_types: ['charge.*'] });
+    const e = await insertEvent(db.pool, { tenantId, ingesterId, type: 'invoice.paid' });
+    const out = await routeEvents(deps, { eventIds: [e] });
+    expect(out).toMatchObject({ routed: 1, unmatched: 1, deliveryIds: [] });
+    expect(await eventState(db.pool, e)).toMatchObject({ status: 'filtered', status_reason: 'ingester_filter_rejected' });
+    expect(await deliveriesOf(db.pool, [e])).toEqual([]);
+    expect(await deliverJobs()).toEqual([]);
+  });
+
+  it("sends an event the ingester filter accepts on to each flow's own filter (AND), per ingester in one batch", async () => {
+    const gated = await ingesterWithFlows({}, { event_types: ['invoice.*'] }, { event_types: ['charge.*'] });
+    await setIngesterFilters(gated.ingesterId, { event_types: ['invoice.*', 'charge.*'], match: { 'headers.x-env': 'prod' } });
+    const onlyCharges = await ingesterWithFlows({ event_types: ['charge.*'] });
+    await setIngesterFilters(onlyCharges.ingesterId, { match: { 'headers.X-Env': 'prod' } });
+    const open = await ingesterWithFlows({});
+    await setIngesterFilters(open.ingesterId, {});
+
+    const prod = await insertEvent(db.pool, { tenantId, ingesterId: gated.ingesterId, type: 'invoice.paid', headers: headers('prod') });
+    const staging = await insertEvent(db.pool, { tenantId, ingesterId: gated.ingesterId, type: 'invoice.paid', headers: headers('staging') });
+    const otherType = await insertEvent(db.pool, { tenantId, ingesterId: gated.ingesterId, type: 'customer.created', headers: headers('prod') });
+    const flowsReject = await insertEvent(db.pool, { tenantId, ingesterId: onlyCharges.ingesterId, type: 'invoice.paid', headers: headers('prod') });
+    const anything = await insertEvent(db.pool, { tenantId, ingesterId: open.ingesterId, type: 'customer.created', headers: headers('staging') });
+
+    const out = await routeEvents(deps, { eventIds: [prod, staging, otherType, flowsReject, anything] });
+    expect(out).toMatchObject({ routed: 5, unmatched: 3 });
+    const rows = await deliveriesOf(db.pool, [prod, staging, otherType, flowsReject, anything]);
+    // The ingester filter passed: the flows' own filters decide (two of three match).
+    expect(rows.filter((r) => r.event_id === prod).map((r) => r.flow_id).sort()).toEqual(gated.flowIds.slice(0, 2).sort());
+    expect(rows.filter((r) => r.event_id === anything).map((r) => r.flow_id)).toEqual(open.flowIds);
+    expect(rows.map((r) => r.event_id).sort()).toEqual([prod, prod, anything].sort());
+    expect(await eventState(db.pool, prod)).toMatchObject({ status: 'filtered', status_reason: null });
+    expect(await eventState(db.pool, staging)).toMatchObject({ status: 'filtered', status_reason: 'ingester_filter_rejected' });
+    expect(await eventState(db.pool, otherType)).toMatchObject({ status: 'filtered', status_reason: 'ingester_filter_rejected' });
+    // Passed the ingester's filter, then every flow's filter rejected it.
+    expect(await eventState(db.pool, flowsReject)).toMatchObject({ status: 'filtered', status_reason: 'filter_rejected' });
+    expect(await eventState(db.pool, anything)).toMatchObject({ status: 'filtered', status_reason: null });
+  });
+
+  it('reads the stored request of an event whose ingester has a filter even when its flows have none', async () => {
+    const { ingesterId, flowIds } = await ingesterWithFlows({});
+    await setIngesterFilters(ingesterId, { match: { 'body.kind': 'wanted' } });
+    const wanted = await insertEvent(db.pool, { tenantId, ingesterId, body: JSON.stringify({ kind: 'wanted' }) });
+    const unwanted = await insertEvent(db.pool, { tenantId, ingesterId, body: JSON.stringify({ kind: 'other' }) });
+    await routeEvents(deps, { eventIds: [wanted, unwanted] });
+    expect((await deliveriesOf(db.pool, [wanted, unwanted])).map((r) => [r.event_id, r.flow_id])).toEqual([[wanted, flowIds[0]]]);
+    expect((await eventState(db.pool, unwanted)).status_reason).toBe('ingester_filter_rejected');
+  });
+
+  it('keeps no_matching_flow and flow_not_active for an ingester with a filter but no flow that routes', async () => {
+    const bare = await insertIngester(db.pool, tenantId);
+    await setIngesterFilters(bare, { event_types: ['charge.*'] });
+    const switchedOff = await insertIngester(db.pool, tenantId);
+    await setIngesterFilters(switchedOff, { event_types: ['charge.*'] });
+    await insertFlow(db.pool, { tenantId, ingesterId: switchedOff, destinationId: await insertDestination(db.pool, tenantId), state: 'DISABLED' });
+    const a = await insertEvent(db.pool, { tenantId, ingesterId: bare, type: 'invoice.paid' });
+    const b = await insertEvent(db.pool, { tenantId, ingesterId: switchedOff, type: 'invoice.paid' });
+    await routeEvents(deps, { eventIds: [a, b] });
+    expect((await eventState(db.pool, a)).status_reason).toBe('no_matching_flow');
+    expect((await eventState(db.pool, b)).status_reason).toBe('flow_not_active');
+  });
+
+  it("a stored ingester filter that is invalid matches nothing (fail closed), like a flow's", async () => {
+    const { ingesterId } = await ingesterWithFlows({});
+    await setIngesterFilters(ingesterId, { match: { type: { $regex: '.*' } } });
+    const e = await insertEvent(db.pool, { tenantId, ingesterId });
+    expect(await routeEvents(deps, { eventIds: [e] })).toMatchObject({ routed: 1, deliveryIds: [] });
+    expect((await eventState(db.pool, e)).status_reason).toBe('ingester_filter_rejected');
+  });
+
+  it("a change of the ingester's filter takes effect once its config-change announcement arrives", async () => {
+    const { ingesterId, flowIds } = await ingesterWithFlows({});
+    await setIngesterFilters(ingesterId, { event_types: ['charge.*'] });
+    const cache = new FlowCache(db.pool, 600_000);
+    const cached: RouteDeps = { ...deps, flows: cache };
+    const sub = createRedis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', 'worker');
+    try {
+      let arrived!: () => void;
+      const announced = new Promise<void>((r) => (arrived = r));
+      await onConfigChange(sub, t.prefix, (c) => {
+        cache.invalidate(c);
+        if (c.id === ingesterId) arrived();
+      });
+      const before = await insertEvent(db.pool, { tenantId, ingesterId, type: 'invoice.paid' });
+      await routeEvents(cached, { eventIds: [before] });
+      expect((await eventState(db.pool, before)).status_reason).toBe('ingester_filter_rejected');
+
+      // Changed in the database: the cached filter stays in force until the announcement.
+      await setIngesterFilters(ingesterId, { event_types: ['invoice.*'] });
+      const stale = await insertEvent(db.pool, { tenantId, ingesterId, type: 'invoice.paid' });
+      await routeEvents(cached, { eventIds: [stale] });
+      expect((await eventState(db.pool, stale)).status_reason).toBe('ingester_filter_rejected');
+
+      await publishConfigChange(t.redis, t.prefix, { kind: 'ingester', id: ingesterId, tenantId });
+      await announced;
+      const after = await insertEvent(db.pool, { tenantId, ingesterId, type: 'invoice.paid' });
+      const out = await routeEvents(cached, { eventIds: [after] });
+      expect((await deliveriesOf(db.pool, [after])).map((r) => r.flow_id)).toEqual(flowIds);
+      expect(out.deliveryIds).toHaveLength(1);
+      expect(await eventState(db.pool, after)).toMatchObject({ status: 'filtered', status_reason: null });
+
+      // Removed (NULL): every event goes on to the flows.
+      await setIngesterFilters(ingesterId, null);
+      await publishConfigChange(t.redis, t.prefix, { kind: 'ingester', id: ingesterId, tenantId });
+      await waitFor(async () => {
+        const e = await insertEvent(db.pool, { tenantId, ingesterId, type: 'customer.created' });
+        return (await routeEvents(cached, { eventIds: [e] })).deliveryIds.length === 1;
+      }, { what: 'the removed filter to be seen' });
+    } finally {
+      sub.disconnect();
+    }
   });
 });

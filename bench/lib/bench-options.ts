@@ -11,6 +11,8 @@ export interface BenchOptions {
   systems: System[];
   durationMs: number;
   saturationMs: number;
+  /** At most this many requests per saturation phase (null: as many as the duration allows). */
+  saturationMax: number | null;
   latencyMs: number;
   /** Unmeasured load at the same rate before each latency phase (JIT, pools, caches warm). */
   latencyWarmupMs: number;
@@ -36,6 +38,8 @@ const HELP = `pnpm bench [--quick] [--duration S] [--phases ingest,ingest-alone,
   --systems LIST          Hookline and the baselines (default all)
   --duration S            end-to-end phase length (default 60; --quick: 4)
   --saturation-duration S ingest saturation phase length (default 15; --quick: 3)
+  --saturation-max N     at most N requests per saturation phase, which bounds the backlog it leaves
+                          for a slow or busy machine to drain (default: no limit)
   --latency-duration S    each constant-rate phase (default 15; --quick: 3)
   --latency-warmup S      unmeasured load at the same rate before each (default 5; --quick: 1; 0: none)
   --rates 1000,5000       offered events/s for the latency phases
@@ -57,6 +61,11 @@ function fail(message: string): never {
   throw new Error(message);
 }
 
+function positive(flag: string, v: string): number {
+  const n = Number(v);
+  return Number.isInteger(n) && n > 0 ? n : fail(`${flag} wants a positive whole number (got "${v}")`);
+}
+
 function choose<T extends string>(what: string, given: string | undefined, all: readonly T[]): T[] {
   const picked = (given ?? all.join(',')).split(',').map((p) => p.trim()).filter(Boolean) as T[];
   const bad = picked.filter((p) => !all.includes(p));
@@ -72,6 +81,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
       help: { type: 'boolean', default: false },
       duration: { type: 'string' },
       'saturation-duration': { type: 'string' },
+      'saturation-max': { type: 'string' },
       'latency-duration': { type: 'string' },
       'latency-warmup': { type: 'string' },
       phases: { type: 'string' },
@@ -109,6 +119,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
     systems,
     durationMs: seconds(values.duration, 60, 4),
     saturationMs: seconds(values['saturation-duration'], 15, 3),
+    saturationMax: values['saturation-max'] === undefined ? null : positive('--saturation-max', values['saturation-max']),
     latencyMs: seconds(values['latency-duration'], 15, 3),
     latencyWarmupMs: seconds(values['latency-warmup'], 5, 1),
     rates: list(values.rates),

@@ -31,7 +31,7 @@ export interface Target {
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
 /** Closed loop: `connections` keep-alive connections, each sending as soon as answered. */
-export async function saturate(t: Target, connections: number, durationMs: number): Promise<LoadResult> {
+export async function saturate(t: Target, connections: number, durationMs: number, maxRequests: number | null = null): Promise<LoadResult> {
   const cpu0 = process.cpuUsage();
   const r = await autocannon({
     url: t.url,
@@ -41,6 +41,8 @@ export async function saturate(t: Target, connections: number, durationMs: numbe
     connections,
     duration: Math.max(1, Math.round(durationMs / 1000)),
     timeout: 30,
+    // Ends the phase early once this many requests were sent: bounds the backlog it leaves.
+    ...(maxRequests ? { maxOverallRequests: Math.max(maxRequests, connections) } : {}),
   });
   const cpu = process.cpuUsage(cpu0);
   return {

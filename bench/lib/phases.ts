@@ -30,6 +30,8 @@ export interface PhaseCtx {
   procs: ProcSampler;
   body: string;
   drainTimeoutMs: number;
+  /** At most this many requests per saturation phase (null: no limit). */
+  saturationMax: number | null;
 }
 
 export interface Drain {
@@ -105,7 +107,7 @@ export async function ingestPhase(ctx: PhaseCtx, fanout: number, connections: nu
   ctx.monitor.setPhase(`${ctx.sut.name} ingest saturation, fan-out ${fanout}, ${connections} connections`, durationMs);
   const base = await ctx.monitor.delivered();
   const from = Date.now();
-  const load = await saturate({ url: ctx.sut.hookUrl(fanout), body: ctx.body }, connections, durationMs);
+  const load = await saturate({ url: ctx.sut.hookUrl(fanout), body: ctx.body }, connections, durationMs, ctx.saturationMax);
   const processes = procsOf(ctx, from);
   const result: PhaseResult = { load, processes };
   if (ctx.sut.delivers) result.drain = await drain(ctx, base, load.ok2xx * fanout);
@@ -125,7 +127,7 @@ export async function ingestAlonePhase(ctx: PhaseCtx, fanout: number, connection
   const from = Date.now();
   let load: LoadResult;
   try {
-    load = await saturate({ url: ctx.sut.hookUrl(fanout), body: ctx.body }, connections, durationMs);
+    load = await saturate({ url: ctx.sut.hookUrl(fanout), body: ctx.body }, connections, durationMs, ctx.saturationMax);
   } finally {
     await resume();
   }

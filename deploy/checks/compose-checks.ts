@@ -26,13 +26,30 @@ export interface ComposeFile {
   networks?: Record<string, { internal?: boolean } | null>;
 }
 
-/** Compose interpolation with an empty environment: defaults apply, `$$` is a `$`. */
-export function interpolate(text: string): string {
-  return text.replace(/\$\$|\$\{([A-Z0-9_]+)(?::?-([^}]*))?\}/g, (m, _name: string | undefined, def: string | undefined) => (m === '$$' ? '$' : (def ?? '')));
+/**
+ * Compose interpolation with the variables of `env` (default none): `${X:-d}` and `${X-d}`
+ * give d when X is unset (`:-` also when empty), `${X:?msg}` and `${X?msg}` fail naming X
+ * as compose does (a value the operator must give), `$$` is a `$`.
+ */
+export function interpolate(text: string, env: Record<string, string> = {}): string {
+  return text.replace(/\$\$|\$\{([A-Z0-9_]+)(?:(:?)([-?])([^}]*))?\}/g, (m, name: string | undefined, colon: string | undefined, op: string | undefined, arg: string | undefined) => {
+    if (m === '$$') return '$';
+    const value = env[name!];
+    const unset = value === undefined || (colon === ':' && value === '');
+    if (!unset) return value;
+    if (op === '?') throw new Error(`required variable ${name} is missing a value: ${arg}`);
+    return op === '-' ? arg! : '';
+  });
 }
 
-export function readCompose(file: string): ComposeFile {
-  return parse(interpolate(readFileSync(file, 'utf8')), { merge: true }) as ComposeFile;
+export function readCompose(file: string, env: Record<string, string> = {}): ComposeFile {
+  return parse(interpolate(readFileSync(file, 'utf8'), env), { merge: true }) as ComposeFile;
+}
+
+/** The `ENV` of the Dockerfile's final stage: every Hookline container runs with it (NODE_ENV=production). */
+export function imageEnv(dockerfile: string): Record<string, string> {
+  const runStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+  return Object.fromEntries([...runStage.matchAll(/^ENV ([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|\S*)\s*$/gm)].map((m) => [m[1]!, m[2]!.replace(/^"(.*)"$/, '$1')]));
 }
 
 const stringEnv = (s: ComposeService): Record<string, string> => Object.fromEntries(Object.entries(s.environment ?? {}).map(([k, v]) => [k, String(v)]));
@@ -53,8 +70,11 @@ async function contractOf(name: string, s: ComposeService): Promise<ProcessContr
   return contractFor(s.command?.[0] ?? '(no command)');
 }
 
-/** Entry files exist, env matches each process's contract, ports and healthchecks match PORT. */
-export async function composeProcessProblems(c: ComposeFile): Promise<string[]> {
+/**
+ * Entry files exist, env matches each process's contract (with the image's ENV, so a public
+ * secret that NODE_ENV=production refuses is found), ports and healthchecks match PORT.
+ */
+export async function composeProcessProblems(c: ComposeFile, image: Record<string, string> = imageEnv(readFileSync(resolve(REPO_ROOT, 'Dockerfile'), 'utf8'))): Promise<string[]> {
   const problems: string[] = [];
   for (const [name, s] of Object.entries(c.services)) {
     if (!isHookline(name, s) && !isEdge(name, s)) continue;
@@ -66,8 +86,9 @@ export async function composeProcessProblems(c: ComposeFile): Promise<string[]> 
       continue;
     }
     const env = stringEnv(s);
-    problems.push(...envProblems(contract, env).map((p) => `${name}: ${p}`));
-    const config = effectiveConfig(contract, env);
+    const runtime = isHookline(name, s) ? image : {};
+    problems.push(...envProblems(contract, env, runtime).map((p) => `${name}: ${p}`));
+    const config = effectiveConfig(contract, { ...runtime, ...env });
     if (!config || config.PORT === undefined) continue;
     for (const p of s.ports ?? []) if (!p.endsWith(`:${config.PORT}`)) problems.push(`${name}: publishes ${p} but listens on ${config.PORT}`);
     if (s.healthcheck && !s.healthcheck.test?.join(' ').includes(`127.0.0.1:${config.PORT}/readyz`)) problems.push(`${name}: the healthcheck does not ask /readyz on port ${config.PORT}`);

@@ -165,15 +165,20 @@ export function nodeOptionsProblems(entry: string, env: Record<string, string>):
   return [`NODE_OPTIONS is "${given}"${env.NODE_OPTIONS === undefined ? " (the image's default)" : ''}, must be "${want}" (nodeOptionsFor in scripts/lib/entries.ts)`];
 }
 
-/** Problems with `env` for a process: unread variables, missing or invalid values, wrong V8 flags. */
-export function envProblems(contract: ProcessContract, env: Record<string, string>): string[] {
+/**
+ * Problems with `env` for a process: unread variables, missing or invalid values, wrong V8
+ * flags. `runtime` is what the image sets (its `ENV`, e.g. NODE_ENV): the process runs with
+ * it beneath `env`, but it is not checked as a variable the container is given.
+ */
+export function envProblems(contract: ProcessContract, env: Record<string, string>, runtime: Record<string, string> = {}): string[] {
   const problems = Object.keys(env)
     .filter((k) => !(k in contract.schema) && !RUNTIME_ENV.has(k))
     .map((k) => `${k} is set but ${contract.entry} does not read it`);
   problems.push(...nodeOptionsProblems(contract.entry, env));
+  const full = { ...runtime, ...env };
   try {
-    loadConfig(contract.schema, env);
-    contract.load?.(env);
+    loadConfig(contract.schema, full);
+    contract.load?.(full);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     problems.push(...err.problems.map((p) => `${contract.entry}: ${p}`));

@@ -36,6 +36,9 @@ export const baseEnv = {
     default: 'hookline-dev-secrets-key-change-me',
     minLength: 16,
     description: 'Key that encrypts signing secrets at rest (set a random 32+ char value in production)',
+    // The default, docker-compose.yml's former default and the Kubernetes example secret
+    // (deploy/kustomize/base/secrets.example.yaml): with NODE_ENV=production a service refuses to boot with one.
+    publicValues: ['hookline-dev-secrets-key-change-me', 'change-me-to-a-long-random-value', 'EXAMPLE-ONLY-replace-with-openssl-rand-base64-32'],
   },
   SHUTDOWN_TIMEOUT_MS: { type: 'integer', default: 10000, minimum: 0, maximum: 3_600_000, description: 'graceful drain deadline on SIGTERM (at most an hour)' },
 } as const satisfies EnvSchema;

@@ -78,6 +78,21 @@ describe('loadConfig', () => {
     expect(message).not.toContain('hunter2');
   });
 
+  it('refuses a public value of a secret with NODE_ENV=production only (SECRETS_KEY in every service)', () => {
+    const secretSchema = { KEY: { type: 'string', default: 'public-default-0123', minLength: 16, publicValues: ['public-default-0123', 'public-example-0123'] }, LEVEL: schema.LEVEL } as const satisfies EnvSchema;
+    expect(loadConfig(secretSchema, {}).KEY).toBe('public-default-0123');
+    expect(loadConfig(secretSchema, { NODE_ENV: 'development', KEY: 'public-example-0123' }).KEY).toBe('public-example-0123');
+    expect(loadConfig(secretSchema, { NODE_ENV: 'production', KEY: 'mine-and-nobody-elses' }).KEY).toBe('mine-and-nobody-elses');
+    expect(() => loadConfig(secretSchema, { NODE_ENV: 'production' })).toThrow('invalid configuration: KEY is unset (its default is public): with NODE_ENV=production it must be a secret of your own');
+    expect(() => loadConfig(secretSchema, { NODE_ENV: 'production', KEY: '' })).toThrow(/KEY is unset/);
+    expect(() => loadConfig(secretSchema, { NODE_ENV: 'production', KEY: 'public-example-0123' })).toThrow(/^invalid configuration: KEY is a published example value: .* must be a secret of your own/);
+    expect(() => loadConfig(baseEnv, { NODE_ENV: 'production' })).toThrow(/SECRETS_KEY is unset/);
+    expect(() => loadConfig(baseEnv, { NODE_ENV: 'production', SECRETS_KEY: 'change-me-to-a-long-random-value' })).toThrow(/SECRETS_KEY is a published example value/);
+    expect(loadConfig(baseEnv, { NODE_ENV: 'production', SECRETS_KEY: 'x'.repeat(32) }).SECRETS_KEY).toBe('x'.repeat(32));
+    // Named with every other bad variable at once.
+    expect(() => loadConfig(secretSchema, { NODE_ENV: 'production', LEVEL: 'loud' })).toThrow(/^invalid configuration: LEVEL must be equal.*; KEY is unset/);
+  });
+
   it('names a missing required variable', () => {
     expect(() => loadConfig(schema, {})).toThrow("invalid configuration: NEEDED must have required property 'NEEDED'");
   });

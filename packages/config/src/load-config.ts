@@ -3,7 +3,19 @@ import addFormats from 'ajv-formats';
 
 /** One environment variable: its type, default and optional bounds. */
 export type EnvVar =
-  | { type: 'string'; default?: string; enum?: readonly string[]; minLength?: number; pattern?: string; description?: string }
+  | {
+      type: 'string';
+      default?: string;
+      enum?: readonly string[];
+      minLength?: number;
+      pattern?: string;
+      description?: string;
+      /**
+       * Values of a secret that are public (its default, the examples in docker-compose.yml):
+       * refused when NODE_ENV=production, where the secret must be one of the operator's own.
+       */
+      publicValues?: readonly string[];
+    }
   | { type: 'integer'; default?: number; minimum?: number; maximum?: number; description?: string }
   | { type: 'number'; default?: number; minimum?: number; maximum?: number; description?: string }
   | { type: 'boolean'; default?: boolean; description?: string };
@@ -73,7 +85,9 @@ export function loadConfig<S extends EnvSchema>(schema: S, env: NodeJS.ProcessEn
   const required = Object.entries(schema)
     .filter(([, v]) => v.default === undefined)
     .map(([k]) => k);
-  const jsonSchema = { type: 'object', properties: schema, required, additionalProperties: true };
+  // publicValues is ours, not JSON Schema (ajv's strict mode refuses unknown keywords).
+  const properties = Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, v.type === 'string' && v.publicValues ? withoutPublicValues(v) : v]));
+  const jsonSchema = { type: 'object', properties, required, additionalProperties: true };
   const validate = ajv.compile(jsonSchema);
   const values: Record<string, unknown> = {};
   const problems: string[] = [];
@@ -88,12 +102,24 @@ export function loadConfig<S extends EnvSchema>(schema: S, env: NodeJS.ProcessEn
     if ('value' in parsed) values[key] = parsed.value;
     else problems.push(`${key} ${parsed.problem}${got(key)}`);
   }
-  if (!validate(values) || problems.length > 0) {
-    for (const e of validate.errors ?? []) {
-      const { name, message } = describe(e, schema);
-      if (!problems.some((p) => p.startsWith(`${name} `))) problems.push(`${name} ${message}${got(name)}`);
-    }
-    throw new ConfigError(problems);
+  const valid = validate(values);
+  for (const e of valid ? [] : (validate.errors ?? [])) {
+    const { name, message } = describe(e, schema);
+    if (!problems.some((p) => p.startsWith(`${name} `))) problems.push(`${name} ${message}${got(name)}`);
   }
+  if (env['NODE_ENV']?.trim() === 'production') {
+    // A secret anyone can read in this repository is no secret: a production boot needs the operator's own.
+    for (const [key, v] of Object.entries(schema)) {
+      if (v.type === 'string' && v.publicValues?.includes(values[key] as string) && !problems.some((p) => p.startsWith(`${key} `))) {
+        problems.push(`${key} is ${env[key] ? 'a published example value' : 'unset (its default is public)'}: with NODE_ENV=production it must be a secret of your own (e.g. openssl rand -base64 32)`);
+      }
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
   return values as ConfigOf<S>;
+}
+
+function withoutPublicValues(v: EnvVar & { type: 'string' }): EnvVar {
+  const { publicValues: _public, ...rest } = v;
+  return rest;
 }

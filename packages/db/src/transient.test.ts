@@ -1,4 +1,4 @@
-import { isLockConflict, isTransientDbError, retryTransient, retryingDeadlocks } from './transient';
+import { isDbUnreachable, isLockConflict, isTransientDbError, retryTransient, retryingDeadlocks } from './transient';
 
 test('connection-class failures and lock conflicts are transient; statement errors are not', () => {
   for (const code of ['08006', '08001', '57P01', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET', '40P01', '40001']) expect(isTransientDbError({ code })).toBe(true);
@@ -6,6 +6,16 @@ test('connection-class failures and lock conflicts are transient; statement erro
   for (const code of ['23505', '42P01', '22P02', '40P02', '55P03']) expect(isTransientDbError({ code })).toBe(false);
   expect(isTransientDbError(new Error('syntax error'))).toBe(false);
   expect(isTransientDbError(null)).toBe(false);
+});
+
+test("Prisma's errors (the api's pg adapter): unreachable, timed out, closed or conflicting are transient; the rest are not", () => {
+  for (const code of ['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2034']) expect(isTransientDbError({ code })).toBe(true);
+  const adapter = (cause: unknown) => ({ code: 'P2010', meta: { driverAdapterError: { name: 'DriverAdapterError', cause } } });
+  for (const kind of ['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']) expect(isTransientDbError(adapter({ kind }))).toBe(true);
+  expect(isTransientDbError(adapter({ kind: 'postgres', code: '57P01' }))).toBe(true);
+  for (const cause of [{ kind: 'postgres', code: '23505' }, { kind: 'postgres', code: 'P0001' }, { kind: 'UniqueConstraintViolation' }, undefined]) expect(isTransientDbError(adapter(cause))).toBe(false);
+  // A trigger's RAISE EXCEPTION (SQLSTATE P0001) from pg directly is not Prisma's.
+  for (const code of ['P2002', 'P2025', 'P0001']) expect(isTransientDbError({ code })).toBe(false);
 });
 
 test('retryTransient retries transient failures until one succeeds', async () => {
@@ -57,4 +67,17 @@ test('retryingDeadlocks runs the transaction again after a deadlock or serializa
   const down = Object.assign(new Error('down'), { code: '57P01' });
   await expect(retryingDeadlocks(async () => { calls++; throw down; })).rejects.toBe(down);
   expect(calls).toBe(1);
+});
+
+test('unreachable (nothing applied, for sure) is a subset of transient: not connected, or rolled back whole', () => {
+  for (const code of ['08001', '08004', '57P03', '53300', 'ECONNREFUSED', 'ENOTFOUND', '40P01', '40001', 'P1001', 'P2024', 'P2034']) expect({ code, u: isDbUnreachable({ code }), t: isTransientDbError({ code }) }).toEqual({ code, u: true, t: true });
+  expect(isDbUnreachable(new Error('timeout exceeded when trying to connect'))).toBe(true);
+  const adapter = (cause: unknown) => ({ code: 'P2010', meta: { driverAdapterError: { name: 'DriverAdapterError', cause } } });
+  expect(isDbUnreachable(adapter({ kind: 'DatabaseNotReachable' }))).toBe(true);
+  expect(isDbUnreachable(adapter({ kind: 'postgres', code: '53300' }))).toBe(true);
+  // Lost mid-statement: transient (a worker may retry its own transaction), but a COMMIT may have landed.
+  for (const err of [{ code: '08006' }, { code: '57P01' }, { code: 'ECONNRESET' }, { code: 'P1017' }, new Error('Connection terminated unexpectedly'), adapter({ kind: 'ConnectionClosed' })]) {
+    expect({ err, u: isDbUnreachable(err), t: isTransientDbError(err) }).toEqual({ err, u: false, t: true });
+  }
+  for (const code of ['23505', 'P0001', 'P2002']) expect(isDbUnreachable({ code })).toBe(false);
 });

@@ -13,8 +13,10 @@ import { redisScript } from './redis-script';
 // gets the single probe (half-open) for `lease` ms (a lost probe is replaced after that);
 // the rest come back a cooldown later. Returns allowed, retry_at_ms.
 // The probe slot records which delivery holds it (`probe_holder`: the delivery id the edge
-// path passes as `holder`; none for the deliverer, whose probes are never given back), so
-// that only that delivery, given back unsent, frees it (GIVE_BACK).
+// path passes as `holder`; none for the deliverer, which never gives its probe back
+// unsent: the probe is not asked the circuit nor a rate token again in its send slot,
+// services/deliverer gate-deliveries.ts), so that only that delivery, given back unsent,
+// frees it (GIVE_BACK).
 const ADMIT_LUA = `
 local function admit(k, now, cooldown, lease, wanted, holder)
   local st = redis.call('HGET', k, 'state')
@@ -33,7 +35,7 @@ end
 `;
 
 // now, threshold, successes, trailing failures (after the last success), error, ttl.
-// Returns {state, consecutive failures, failing_since or ''}.
+// Returns {state, consecutive failures, failing_since or '', opened_at or ''}.
 const RECORD_LUA = `
 local function record(k, now, threshold, successes, trailing, err, ttl)
   local st = redis.call('HGET', k, 'state') or 'closed'
@@ -56,7 +58,7 @@ local function record(k, now, threshold, successes, trailing, err, ttl)
     end
   end
   redis.call('PEXPIRE', k, ttl)
-  return {st, count, redis.call('HGET', k, 'failing_since') or ''}
+  return {st, count, redis.call('HGET', k, 'failing_since') or '', redis.call('HGET', k, 'opened_at') or ''}
 end
 `;
 
@@ -155,6 +157,8 @@ export interface BreakerAfter {
   state: BreakerState;
   consecutiveFailures: number;
   failingSince: number | null;
+  /** When the circuit last opened (ms epoch); null unless it is open. */
+  openedAt: number | null;
 }
 
 /** One destination's question to the gate: its circuit, then its rate limit. */
@@ -240,10 +244,10 @@ export function createBreaker(redis: Redis, o: BreakerOptions) {
   };
 }
 
-type RecordReply = [BreakerState, number, string];
+type RecordReply = [BreakerState, number, string, string];
 
-function after([state, count, since]: RecordReply): BreakerAfter {
-  return { state, consecutiveFailures: count, failingSince: since ? Number(since) : null };
+function after([state, count, since, opened]: RecordReply): BreakerAfter {
+  return { state, consecutiveFailures: count, failingSince: since ? Number(since) : null, openedAt: state === 'open' && opened ? Number(opened) : null };
 }
 
 export type Breaker = ReturnType<typeof createBreaker>;

@@ -21,7 +21,7 @@ export interface DestinationSettings {
   maxAttempts: number;
   /** Explicit delays (no jitter); null = exponential backoff. */
   retryScheduleMs: number[] | null;
-  /** 4xx statuses that are retried; null = the default 408 and 429. */
+  /** 4xx statuses that are retried; null = the default, 429 only; [] = none. */
   retryOnStatus: number[] | null;
   rateLimitPerSecond: number | null;
   mtls: MtlsSettings | null;
@@ -40,6 +40,12 @@ function posInt(v: unknown, max = Number.MAX_SAFE_INTEGER): number | undefined {
 function intList(v: unknown, min: number, max: number): number[] | undefined {
   if (!Array.isArray(v) || v.length === 0) return undefined;
   return v.every((n) => Number.isInteger(n) && n >= min && n <= max) ? (v as number[]) : undefined;
+}
+
+/** `retry_on_status`: an explicit empty list means no 4xx is retried (absent, or of the wrong shape: null, the default). */
+function retriedStatuses(v: unknown): number[] | null {
+  if (Array.isArray(v) && v.length === 0) return [];
+  return intList(v, 400, 499) ?? null;
 }
 
 function headerMap(v: unknown): Record<string, string> {
@@ -75,7 +81,7 @@ export function destinationSettings(method: string, config: unknown, defaults: D
     maxConcurrency: posInt(c['max_concurrency'], 1000) ?? defaults.maxConcurrency,
     maxAttempts: posInt(c['max_attempts'], 100) ?? defaults.maxAttempts,
     retryScheduleMs: intList(c['retry_schedule_ms'], 0, 7 * 86_400_000) ?? defaults.retryScheduleMs,
-    retryOnStatus: intList(c['retry_on_status'], 400, 499) ?? null,
+    retryOnStatus: retriedStatuses(c['retry_on_status']),
     rateLimitPerSecond: posInt(c['rate_limit_per_second'], 1_000_000) ?? null,
     mtls: mtls(c['mtls']),
   };

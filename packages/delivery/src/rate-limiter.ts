@@ -1,4 +1,4 @@
-import { destinationRateKey, type Redis } from '@hookline/queues';
+import { destinationAdmitKey, destinationRateKey, type Redis } from '@hookline/queues';
 import { redisScript } from './redis-script';
 
 /**
@@ -65,19 +65,38 @@ export function destinationRateSpentKey(prefix: string, destinationId: string, e
   return `${prefix}:dst-rate-spent:${destinationId}:${epochSecond}`;
 }
 
+/** The epoch second `now` falls in, and when the next one opens. */
+function windowOf(now: number): { second: number; nextWindowAt: number } {
+  const second = Math.floor(now / 1000);
+  return { second, nextWindowAt: (second + 1) * 1000 };
+}
+
 /** The one-second window `now` falls in (its counter, and the edge path's note of who took from it), and when the next one opens. */
 export function rateWindow(prefix: string, destinationId: string, now: number): { key: string; spentKey: string; nextWindowAt: number } {
-  const second = Math.floor(now / 1000);
-  return { key: destinationRateKey(prefix, destinationId, second), spentKey: destinationRateSpentKey(prefix, destinationId, second), nextWindowAt: (second + 1) * 1000 };
+  const { second, nextWindowAt } = windowOf(now);
+  return { key: destinationRateKey(prefix, destinationId, second), spentKey: destinationRateSpentKey(prefix, destinationId, second), nextWindowAt };
 }
 
 /**
- * Per-destination requests per second, shared by every replica and by the edge path (one
- * Lua call per destination and batch). Returns how many of `wanted` may be sent in the
- * current second and when the next window opens.
+ * Per-destination requests per second, shared by every replica and by the edge path.
+ * Returns how many of `wanted` may be sent in the current second and when the next window
+ * opens. The deliverer takes one token as each request leaves (in its concurrency slot);
+ * the edge path takes a batch's tokens when it leases work (gateMany, same window).
  */
 export async function takeRateTokens(redis: Redis, prefix: string, destinationId: string, perSecond: number, wanted: number, now = Date.now()): Promise<{ allowed: number; nextWindowAt: number }> {
   const w = rateWindow(prefix, destinationId, now);
-  const allowed = (await TAKE(redis, [w.key], [perSecond, wanted])) as number;
-  return { allowed, nextWindowAt: w.nextWindowAt };
+  return { allowed: (await TAKE(redis, [w.key], [perSecond, wanted])) as number, nextWindowAt: w.nextWindowAt };
+}
+
+/**
+ * The deliverer's admission at claim time: how many of `wanted` claimed deliveries of a
+ * rate-limited destination may join its send queue in the current second, at most
+ * `perSecond`, counted as the rate window is but in a counter of its own
+ * (`<prefix>:dst-admit:…`). A slow destination's queue thus grows by at most its rate per
+ * second, and no request is charged twice: the rate window is charged only when the
+ * request leaves (takeRateTokens).
+ */
+export async function takeAdmissions(redis: Redis, prefix: string, destinationId: string, perSecond: number, wanted: number, now = Date.now()): Promise<{ allowed: number; nextWindowAt: number }> {
+  const { second, nextWindowAt } = windowOf(now);
+  return { allowed: (await TAKE(redis, [destinationAdmitKey(prefix, destinationId, second)], [perSecond, wanted])) as number, nextWindowAt };
 }

@@ -31,14 +31,17 @@ export function childTraceparent(correlationId: string, parent?: string): string
 }
 
 /**
- * The signature headers of one attempt, stamped `nowSeconds`: Standard Webhooks
- * (`webhook-id` = the delivery id, `webhook-timestamp`, one `v1,` per secret) and
- * `X-Service-Signature` / `X-Service-Timestamp` with the newest secret. None without a secret.
+ * The signature headers of one attempt, stamped `nowSeconds`, each with one signature per
+ * active secret (during a rotation a consumer holding either secret verifies): Standard
+ * Webhooks (`webhook-id` = the delivery id, `webhook-timestamp`, one `v1,` per secret,
+ * newest first) and `X-Service-Timestamp` / `X-Service-Signature` (`t=…,v1=…[,v1=…]`,
+ * newest LAST: consumers who parsed the header into a map keep the last `v1=`, which
+ * before rotations signed with both was the only one, so it must stay the newest secret's).
+ * None without a secret.
  */
 export function signatureHeaders(secrets: string[], deliveryId: string, body: Buffer, nowSeconds = Math.floor(Date.now() / 1000)): Record<string, string> {
-  const first = secrets[0];
-  if (!first) return {};
-  return { ...signStandardWebhook(secrets, deliveryId, nowSeconds, body), ...signServiceRequest(whsecKey(first), body, nowSeconds) };
+  if (secrets.length === 0) return {};
+  return { ...signStandardWebhook(secrets, deliveryId, nowSeconds, body), ...signServiceRequest([...secrets].reverse().map(whsecKey), body, nowSeconds) };
 }
 
 /**

@@ -45,6 +45,27 @@ test('a backoff cap below its base is refused', () => {
   expect(problems({ ...good, EDGE_BACKOFF_BASE_MS: '5000', EDGE_BACKOFF_MAX_MS: '1000' })).toMatch(/EDGE_BACKOFF_MAX_MS \(1000\) must not be below EDGE_BACKOFF_BASE_MS \(5000\)/);
 });
 
+describe('target settings', () => {
+  test('by default any target but link-local is allowed, and answers are reported', () => {
+    const { config, targets } = loadEdgeConfig(good);
+    expect(config).toMatchObject({ EDGE_ALLOWED_TARGETS: '', EDGE_DENY_LINK_LOCAL: true, EDGE_SEND_RESPONSE_BODY: true });
+    expect(targets).toMatchObject({ restricted: false, denyLinkLocal: true });
+  });
+
+  test('EDGE_ALLOWED_TARGETS and EDGE_DENY_LINK_LOCAL make the policy', () => {
+    const { config, targets } = loadEdgeConfig({ ...good, EDGE_ALLOWED_TARGETS: '10.0.0.0/8, hooks.internal', EDGE_DENY_LINK_LOCAL: 'false', EDGE_SEND_RESPONSE_BODY: 'false' });
+    expect(config.EDGE_SEND_RESPONSE_BODY).toBe(false);
+    expect(targets).toMatchObject({ restricted: true, denyLinkLocal: false, hosts: new Set(['hooks.internal']) });
+    expect(targets.cidrs).toHaveLength(1);
+  });
+
+  test('entries that are neither a CIDR nor a host name, or a list of nothing, stop the boot', () => {
+    expect(problems({ ...good, EDGE_ALLOWED_TARGETS: '10.0.0.0/8,10.0.0.0/40,http://x' })).toMatch(/EDGE_ALLOWED_TARGETS entries are neither a CIDR nor a host name: "10.0.0.0\/40", "http:\/\/x"/);
+    expect(problems({ ...good, EDGE_ALLOWED_TARGETS: ' , ' })).toMatch(/EDGE_ALLOWED_TARGETS lists nothing/);
+    expect(problems({ ...good, EDGE_DENY_LINK_LOCAL: 'maybe' })).toMatch(/EDGE_DENY_LINK_LOCAL/);
+  });
+});
+
 describe('mTLS material', () => {
   const dir = mkdtempSync(join(tmpdir(), 'edge-config-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));

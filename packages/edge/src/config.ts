@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { createSecureContext } from 'node:tls';
 import { ConfigError, loadConfig, type ConfigOf, type EnvSchema } from '@hookline/config';
+import { parseTargetPolicy, type TargetPolicy } from './target-policy';
 
 /** Everything hookline-edge reads from the environment (validated once in main.ts). */
 export const edgeAgentEnv = {
@@ -17,6 +18,9 @@ export const edgeAgentEnv = {
   EDGE_POLL_WAIT_SECONDS: { type: 'integer', default: 25, minimum: 0, maximum: 120, description: 'long-poll wait of a work request' },
   EDGE_BACKOFF_BASE_MS: { type: 'integer', default: 500, minimum: 1, description: 'first delay after the service could not be reached; doubles, with jitter' },
   EDGE_BACKOFF_MAX_MS: { type: 'integer', default: 30_000, minimum: 1, description: 'cap of that delay' },
+  EDGE_ALLOWED_TARGETS: { type: 'string', default: '', description: 'comma-separated CIDRs and host names the agent may send to (empty: any address but link-local)' },
+  EDGE_DENY_LINK_LOCAL: { type: 'boolean', default: true, description: 'refuse link-local and cloud metadata addresses (169.254.0.0/16, fe80::/10, …) unless listed in EDGE_ALLOWED_TARGETS' },
+  EDGE_SEND_RESPONSE_BODY: { type: 'boolean', default: true, description: 'report the beginning of the targets\' answers to the service (false: never)' },
   EDGE_AGENT_ID: { type: 'string', default: '', description: 'names this agent in leases and logs (default <hostname>-<pid>)' },
   PORT: { type: 'integer', default: 8090, minimum: 0, maximum: 65535, description: 'health server (/healthz, /readyz)' },
   HOST: { type: 'string', default: '0.0.0.0' },
@@ -48,7 +52,7 @@ const TLS_VARS = [
  * The agent's settings, checked once at boot: a ConfigError names every bad variable and
  * what is wrong with it, and never quotes a secret (the cluster key, a private key).
  */
-export function loadEdgeConfig(env: NodeJS.ProcessEnv = process.env): { config: EdgeAgentConfig; tls: EdgeTls } {
+export function loadEdgeConfig(env: NodeJS.ProcessEnv = process.env): { config: EdgeAgentConfig; tls: EdgeTls; targets: TargetPolicy } {
   const config = loadConfig(edgeAgentEnv, env);
   const problems: string[] = [];
   if (config.CLUSTER_KEY.length < 16) problems.push('CLUSTER_KEY is too short to be a cluster key (the hmac_key shown once when the cluster was enrolled, hkc_…)');
@@ -56,6 +60,9 @@ export function loadEdgeConfig(env: NodeJS.ProcessEnv = process.env): { config: 
   if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) problems.push('HOOKLINE_URL must be an http(s) URL, e.g. https://hookline.example.com');
   else if (url.search || url.hash || url.username || url.password) problems.push('HOOKLINE_URL must be a plain base URL: no query, fragment or credentials');
   if (config.EDGE_BACKOFF_MAX_MS < config.EDGE_BACKOFF_BASE_MS) problems.push(`EDGE_BACKOFF_MAX_MS (${config.EDGE_BACKOFF_MAX_MS}) must not be below EDGE_BACKOFF_BASE_MS (${config.EDGE_BACKOFF_BASE_MS})`);
+  const { policy: targets, invalid } = parseTargetPolicy(config.EDGE_ALLOWED_TARGETS, config.EDGE_DENY_LINK_LOCAL);
+  if (invalid.length > 0) problems.push(`EDGE_ALLOWED_TARGETS entries are neither a CIDR nor a host name: ${invalid.map((e) => JSON.stringify(e)).join(', ')}`);
+  else if (targets.restricted && targets.cidrs.length === 0 && targets.hosts.size === 0) problems.push('EDGE_ALLOWED_TARGETS lists nothing (leave it unset to allow any target)');
   const tls: EdgeTls = {};
   let readable = true;
   for (const [name, field] of TLS_VARS) {
@@ -78,7 +85,7 @@ export function loadEdgeConfig(env: NodeJS.ProcessEnv = process.env): { config: 
   // Node takes a CA bundle it cannot read without a word; every request would then fail.
   if (tls.ca && !isCertificateBundle(tls.ca)) problems.push('EDGE_CA holds no readable CA certificate (PEM)');
   if (problems.length > 0) throw new ConfigError(problems);
-  return { config, tls };
+  return { config, tls, targets };
 }
 
 function isCertificateBundle(pem: string): boolean {

@@ -10,14 +10,18 @@ import { agentIdOf, loadEdgeConfig } from './config';
 import { createReleaser } from './releaser';
 import { createReporter } from './reporter';
 import { createServiceClient } from './service-client';
+import { createTargetGuard } from './target-guard';
 import { createTargetSender } from './target-sender';
 
 async function main(): Promise<void> {
-  const { config, tls } = loadEdgeConfig();
+  const { config, tls, targets } = loadEdgeConfig();
   const logger = createLogger('edge', config.LOG_LEVEL);
   const agentId = agentIdOf(config);
   const client = createServiceClient({ baseUrl: config.HOOKLINE_URL, clusterKey: config.CLUSTER_KEY, agentId, agentVersion: version, tls });
-  const sender = createTargetSender();
+  const guard = createTargetGuard(targets, {
+    onRefused: (err) => logger.warn('target refused', { host: err.host, address: err.address, reason: err.reason }),
+  });
+  const sender = createTargetSender({ guard, sendResponseBody: config.EDGE_SEND_RESPONSE_BODY });
   const backoff = { baseMs: config.EDGE_BACKOFF_BASE_MS, maxMs: config.EDGE_BACKOFF_MAX_MS };
   const reporter = createReporter({ client, clusterId: config.CLUSTER_ID, logger, backoff });
   const releaser = createReleaser({ client, clusterId: config.CLUSTER_ID, logger });
@@ -27,7 +31,7 @@ async function main(): Promise<void> {
   // Listening first: an agent that cannot serve its probes stops before it leases anything.
   const health = await startHealthServer(config.PORT, config.HOST, async () => ({ service: Date.now() - agent.lastContactAt() < freshMs }));
   agent.start();
-  logger.info('hookline-edge started', { agent_id: agentId, version, cluster_id: config.CLUSTER_ID, service: new URL(config.HOOKLINE_URL).origin, max_in_flight: config.EDGE_MAX_IN_FLIGHT, mtls: Boolean(tls.cert) });
+  logger.info('hookline-edge started', { agent_id: agentId, version, cluster_id: config.CLUSTER_ID, service: new URL(config.HOOKLINE_URL).origin, max_in_flight: config.EDGE_MAX_IN_FLIGHT, mtls: Boolean(tls.cert), allowed_targets: config.EDGE_ALLOWED_TARGETS || 'any', deny_link_local: config.EDGE_DENY_LINK_LOCAL, send_response_body: config.EDGE_SEND_RESPONSE_BODY });
 
   onShutdownSignal(
     logger,

@@ -1,5 +1,6 @@
 import { errorKindOf, errorMessage, pickHeaders, readLimited, type AttemptReport, type WorkItem } from '@hookline/delivery/src/wire';
 import { Agent, request } from 'undici';
+import type { TargetGuard } from './target-guard';
 
 export interface TargetSender {
   /**
@@ -12,20 +13,31 @@ export interface TargetSender {
   close(): Promise<void>;
 }
 
+export interface TargetSenderOptions {
+  /** What the agent may connect to (EDGE_ALLOWED_TARGETS, EDGE_DENY_LINK_LOCAL). */
+  guard: TargetGuard;
+  /** false (EDGE_SEND_RESPONSE_BODY): answers' bodies are never read into a report. */
+  sendResponseBody?: boolean;
+}
+
 /**
  * POSTs the exact bytes with the exact headers the service prepared (signatures and
- * idempotency key included). No SSRF filtering here: the agent runs inside the customer's
- * network precisely to reach private addresses, and only the customer's own enrolled
- * destinations reach it. Redirects are not followed (a 3xx is a failed attempt).
+ * idempotency key included). The agent reaches private addresses (its purpose), within the
+ * guard: a target it refuses (a URL address here, a resolved one in the socket's lookup) is
+ * a failed attempt of kind `ssrf_blocked`, with nothing sent. Redirects are not followed (a
+ * 3xx is a failed attempt).
  */
-export function createTargetSender(): TargetSender {
-  const dispatcher = new Agent({ keepAliveTimeout: 4_000, keepAliveMaxTimeout: 60_000 });
+export function createTargetSender(opts: TargetSenderOptions): TargetSender {
+  const dispatcher = new Agent({ keepAliveTimeout: 4_000, keepAliveMaxTimeout: 60_000, connect: { lookup: opts.guard.lookup } });
   return {
     async send(item, limit, stop) {
       if (stop?.aborted) return null;
       const startedAt = new Date();
       const t0 = performance.now();
       const base = { delivery_id: item.id, lease_owner: item.lease_owner, started_at: startedAt.toISOString() };
+      // A URL host that is an address is connected to without a lookup: checked here.
+      const refused = opts.guard.checkUrl(item.url);
+      if (refused) return { ...base, status_code: null, response_body: null, response_headers: null, error_kind: 'ssrf_blocked', error: refused.message, duration_ms: 0 };
       const abort = new AbortController();
       const timer = setTimeout(() => abort.abort(), item.timeout_ms);
       // The stop cuts the send only while no answer has begun (and not once its own timeout did).
@@ -55,7 +67,7 @@ export function createTargetSender(): TargetSender {
           await res.body.dump().catch(() => undefined);
           return { ...base, status_code: null, response_body: null, response_headers: null, error_kind: 'connect', error: `invalid HTTP status ${s}`, duration_ms: Math.round(performance.now() - t0) };
         }
-        const responseBody = await readLimited(res.body, limit);
+        const responseBody = opts.sendResponseBody === false ? await res.body.dump().then(() => null, () => null) : await readLimited(res.body, limit);
         const ok = s >= 200 && s < 300;
         return {
           ...base,

@@ -49,26 +49,86 @@ export async function listReceipts(pool: Pool, tenantId: string, f: ReceiptFilte
   return { receipts: await bundlesFor(pool, rows.slice(0, b.limit)), next_cursor: nextCursor(rows, b.limit) };
 }
 
-const COLUMN_BY_PREFIX: Record<string, string> = { rcp: 'id', att: 'attempt_id', dlv: 'delivery_id', evt: 'event_id', mrk: 'merkle_root_id' };
+/**
+ * Which receipts an id names. The receipt's own ids (a column of the receipt): oldest first,
+ * by started_at, attempt number and id (a delivery's attempts in order). The ids of a
+ * resource that many deliveries share: the receipts joined to the table (alias `x`, of tenant
+ * $1) that links them to the id $2 by `where`, newest first by that table's time-sortable id
+ * (newest event or delivery first; within a delivery, the latest attempt first). The index
+ * that finds the resource's events or deliveries can give their order (an incremental sort
+ * orders each one's few receipts, and the LIMIT stops the walk), and a page after a cursor
+ * starts that index at the cursor's event or delivery (`x.id <=`), so a page of an ingester
+ * or destination reads about a page of rows, not all of its receipts nor the tenant's
+ * (test/evidence-resource-plans.test.ts). A flow's page may read all of its destination's
+ * deliveries (see 'flw').
+ */
+type Selector =
+  | { column: string }
+  | { table: 'events' | 'deliveries'; link: 'event_id' | 'delivery_id'; where: (x: string) => string };
+
+// A Map, not an object: `constructor_1` or `__proto__` must not find Object.prototype's members.
+const SELECTORS = new Map<string, Selector>([
+  ['rcp', { column: 'id' }],
+  ['att', { column: 'attempt_id' }],
+  ['dlv', { column: 'delivery_id' }],
+  ['evt', { column: 'event_id' }],
+  ['mrk', { column: 'merkle_root_id' }],
+  // The deliveries of the events received on the ingester: its events by their id
+  // (events_pkey or events_tenant_id_id_idx, filtered) or, when it has few, by
+  // events_ingester_id_dedup_key_idx; their receipts by evidence_receipts_event_id_idx.
+  ['ing', { table: 'events', link: 'event_id', where: (x) => `${x}.ingester_id = $2` }],
+  // The deliveries to the destination: deliveries_destination_id_id_idx (filter and order);
+  // their receipts by evidence_receipts_delivery_id_idx.
+  ['dst', { table: 'deliveries', link: 'delivery_id', where: (x) => `${x}.destination_id = $2` }],
+  // The flow's deliveries. No index leads with deliveries.flow_id: they are read among the
+  // deliveries to the flow's destination (deliveries_destination_id_id_idx), as above. The
+  // planner takes flow and destination for independent, expects few of the flow's among
+  // them, and may read them all and sort (an index on deliveries (flow_id, id) was not added
+  // to the hot table).
+  ['flw', { table: 'deliveries', link: 'delivery_id', where: (x) => `${x}.flow_id = $2 AND ${x}.destination_id = (SELECT f.destination_id FROM delivery_flows f WHERE f.id = $2 AND f.tenant_id = $1)` }],
+]);
+
+/** The prefixes `evidenceFor` takes. */
+export const EVIDENCE_ID_PREFIXES: readonly string[] = [...SELECTORS.keys()];
+
+/** The statement of `evidenceFor`: $1 tenant, $2 resource id, $3 the receipt to continue after (or null), $4 limit. */
+function evidenceStatement(s: Selector): string {
+  if ('column' in s) {
+    return `SELECT r.* FROM evidence_receipts r
+      WHERE r.tenant_id = $1 AND r.${s.column} = $2
+        AND ($3::text IS NULL OR (r.started_at, r.attempt_number, r.id) >
+             (SELECT c.started_at, c.attempt_number, c.id FROM evidence_receipts c WHERE c.id = $3 AND c.tenant_id = $1 AND c.${s.column} = $2))
+      ORDER BY r.started_at, r.attempt_number, r.id LIMIT $4`;
+  }
+  const keys = [...new Set([s.link, 'delivery_id', 'attempt_number', 'id'])];
+  const of = (r: string, x: string): string => `evidence_receipts ${r} JOIN ${s.table} ${x} ON ${x}.id = ${r}.${s.link} AND ${x}.tenant_id = $1 AND ${s.where(x)}`;
+  const row = (r: string): string => keys.map((k) => `${r}.${k}`).join(', ');
+  // The cursor's receipt, when it is of this list (else nothing follows it). `x.id <=` repeats
+  // the row comparison's first key on the joined table, so its index starts at the cursor.
+  return `WITH cur AS (SELECT ${row('c')} FROM ${of('c', 'cx')} WHERE c.id = $3 AND c.tenant_id = $1)
+    SELECT r.* FROM ${of('r', 'x')}
+     WHERE r.tenant_id = $1
+       AND ($3::text IS NULL OR (x.id <= (SELECT ${s.link} FROM cur) AND (${row('r')}) < (SELECT ${keys.join(', ')} FROM cur)))
+     ORDER BY ${keys.map((k) => `r.${k} DESC`).join(', ')} LIMIT $4`;
+}
 
 /**
  * Evidence by resource id: a receipt (`rcp_`), an attempt (`att_`), a delivery (`dlv_`),
- * an event (`evt_`) or a root (`mrk_`). At most `limit` receipts, oldest first (started_at,
- * attempt number, id), after the receipt `afterReceiptId` when one is given (a page). Null
- * when the id names nothing of this tenant that has evidence (or nothing follows that
- * receipt; a receipt not of this list has nothing after it).
+ * an event (`evt_`) or a root (`mrk_`), oldest first; or, newest first, the receipts of the
+ * deliveries of the events received on an ingester (`ing_`), of the deliveries to a
+ * destination (`dst_`) or of a flow's deliveries (`flw_`) (see SELECTORS for the orders). At
+ * most `limit` receipts, after the receipt `afterReceiptId` in that order when one is given
+ * (a page). Null when the id names nothing of this tenant that has evidence (or nothing
+ * follows that receipt; a receipt not of this list has nothing after it). Receipts are never
+ * withdrawn: a DELETED ingester, destination or flow keeps the evidence of its deliveries,
+ * as a delivery's id keeps its own once the delivery is purged from the DLQ. The receipts of
+ * such a purged delivery are no longer reached by its destination or flow (their link is the
+ * delivery row); its event, and so its ingester, still reach them.
  */
 export async function evidenceFor(pool: Pool, tenantId: string, resourceId: string, limit = 100, afterReceiptId: string | null = null): Promise<EvidenceBundle[] | null> {
-  const column = COLUMN_BY_PREFIX[resourceId.split('_')[0] ?? ''];
-  if (!column) return null;
-  const { rows } = await pool.query<ReceiptRow>(
-    `SELECT r.* FROM evidence_receipts r
-      WHERE r.tenant_id = $1 AND r.${column} = $2
-        AND ($3::text IS NULL OR (r.started_at, r.attempt_number, r.id) >
-             (SELECT c.started_at, c.attempt_number, c.id FROM evidence_receipts c WHERE c.id = $3 AND c.tenant_id = $1 AND c.${column} = $2))
-      ORDER BY r.started_at, r.attempt_number, r.id LIMIT $4`,
-    [tenantId, resourceId, afterReceiptId, limit],
-  );
+  const selector = SELECTORS.get(resourceId.split('_')[0] ?? '');
+  if (!selector) return null;
+  const { rows } = await pool.query<ReceiptRow>(evidenceStatement(selector), [tenantId, resourceId, afterReceiptId, limit]);
   return rows.length ? bundlesFor(pool, rows) : null;
 }
 

@@ -1,15 +1,16 @@
 import type { Pool } from '@hookline/db';
-import { inclusionPath } from './merkle';
+import { merkleTree, treePath, type MerkleTree } from './merkle-tree';
 import type { EvidenceBundle } from './receipt';
 import { receiptOf, rootOf, type ReceiptRow, type RootRow } from './rows';
 
 /**
  * Bundles (receipt + inclusion proof + root) for receipt rows of one tenant. The leaves
- * of each root are read once, however many of its receipts are asked for.
+ * of each root are read and its tree built once (O(n) hashes), however many of its receipts
+ * are asked for; each proof is then read from the tree (O(log n)).
  */
 export async function bundlesFor(pool: Pool, rows: readonly ReceiptRow[]): Promise<EvidenceBundle[]> {
   const rootIds = [...new Set(rows.map((r) => r.merkle_root_id).filter((id): id is string => id !== null))];
-  const trees = new Map<string, { root: RootRow; leaves: Buffer[] }>();
+  const trees = new Map<string, { root: RootRow; leaves: Buffer[]; tree?: MerkleTree }>();
   if (rootIds.length) {
     const [roots, leaves] = await Promise.all([
       pool.query<RootRow>('SELECT * FROM merkle_roots WHERE id = ANY($1::text[])', [rootIds]),
@@ -24,6 +25,7 @@ export async function bundlesFor(pool: Pool, rows: readonly ReceiptRow[]): Promi
   return rows.map((r) => {
     const tree = r.merkle_root_id ? trees.get(r.merkle_root_id) : undefined;
     if (!tree || r.leaf_index === null) return { receipt: receiptOf(r), proof: null, root: null };
+    tree.tree ??= merkleTree(tree.leaves);
     return {
       receipt: receiptOf(r),
       proof: {
@@ -31,7 +33,7 @@ export async function bundlesFor(pool: Pool, rows: readonly ReceiptRow[]): Promi
         leaf_index: r.leaf_index,
         tree_size: tree.leaves.length,
         leaf_hash: r.leaf_hash,
-        audit_path: inclusionPath(tree.leaves, r.leaf_index).map((b) => b.toString('hex')),
+        audit_path: treePath(tree.tree, r.leaf_index).map((b) => b.toString('hex')),
       },
       root: rootOf(tree.root),
     };

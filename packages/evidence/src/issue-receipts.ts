@@ -99,8 +99,13 @@ export interface IssueOptions {
   since?: Date;
   /** Attempts per statement. */
   batchSize?: number;
-  /** The issue time written into the receipts (tests pin it). */
+  /** The issue time written into the receipts (tests pin it); else `clock`, read per batch. */
   now?: Date;
+  /**
+   * The clock that stamps each batch, read once the batch's attempts have been read (so no
+   * receipt is stamped before its attempt); default the system clock.
+   */
+  clock?: () => Date;
   /**
    * Attempt ids that an earlier pass covered: each has its receipt, so they are not looked
    * up again. Passes overlap (each looks back past the previous one), and without this every
@@ -126,8 +131,10 @@ export async function issueReceipts(pool: Pool, key: EvidenceKey, opts: IssueOpt
     const fresh = opts.covered ? ids.filter((id) => !opts.covered!.has(id)) : ids;
     if (fresh.length) {
       const { rows } = await pool.query<AttemptRow>(PENDING_ATTEMPTS, [fresh]);
-      const issuedAt = opts.now ?? new Date();
-      if (rows.length) issued += await insertReceipts(pool, rows.map((a) => toReceipt(key, a, issuedAt)));
+      if (rows.length) {
+        const issuedAt = opts.now ?? (opts.clock ? opts.clock() : new Date());
+        issued += await insertReceipts(pool, rows.map((a) => toReceipt(key, a, issuedAt)));
+      }
     }
     opts.onCovered?.(ids);
     after = ids[ids.length - 1]!;

@@ -1,5 +1,5 @@
-import { withTryLock, type Pool } from '@hookline/db';
 import type { Logger } from '@hookline/logger';
+import { coalesced, withTryLock, type Pool } from '@hookline/db';
 import type { EvidenceKey } from './evidence-key';
 import { issueReceipts } from './issue-receipts';
 import { sealDueWindows } from './seal-window';
@@ -10,6 +10,11 @@ export interface SealerDeps {
   key: EvidenceKey;
   windowMs: number;
   graceMs: number;
+  /**
+   * The clock (tests pin it). Read inside each pass once its lock is held, and again for the
+   * issue time of each batch of receipts, never when the pass was asked for.
+   */
+  now?: () => Date;
 }
 
 export interface SealerTick {
@@ -18,8 +23,11 @@ export interface SealerTick {
 }
 
 export interface EvidenceSealer {
-  /** One issue + seal pass; null when another replica holds the lock. */
-  tick(now?: Date): Promise<SealerTick | null>;
+  /**
+   * One issue + seal pass; null when another replica holds the lock. Asked for while a pass
+   * runs, it answers the one pass that runs after it (however many ask meanwhile).
+   */
+  tick(): Promise<SealerTick | null>;
   stop(): Promise<void>;
 }
 
@@ -59,12 +67,14 @@ export function coveredIds(max: number): { add(ids: string[]): void; set(): Set<
  * `intervalMs`, under an advisory lock so one replica works at a time. The first
  * pass scans every attempt (catching up after downtime); later passes look back
  * `LOOKBACK_MS` past the previous pass, and every `SWEEP_EVERY_MS` past the previous sweep.
+ * A timer tick that finds a pass running is skipped: a slow pass is never followed by a
+ * queue of passes, each stamping receipts with the time it was queued.
  */
 export function startEvidenceSealer(deps: SealerDeps, intervalMs: number): EvidenceSealer {
+  const clock = deps.now ?? (() => new Date());
   let lastPass: Date | null = null;
   let lastSweep: Date | null = null;
   let covered = new Set<string>();
-  let running: Promise<unknown> = Promise.resolve();
   let stopped = false;
 
   // The lock is a transaction-scoped one held by an open transaction on its own
@@ -72,14 +82,16 @@ export function startEvidenceSealer(deps: SealerDeps, intervalMs: number): Evide
   // pooler in transaction mode (PgBouncer) keeps that server connection for the
   // transaction, where a session lock could be taken on one server connection and
   // "released" on another, and then never released.
-  const pass = (now: Date): Promise<SealerTick | null> =>
+  const pass = (): Promise<SealerTick | null> =>
     withTryLock(deps.pool, 'hookline-evidence-sealer', async () => {
+      // Read now, under the lock: the previous holder (here or on another replica) is done.
+      const now = clock();
       const sweep = !lastSweep || now.getTime() - lastSweep.getTime() >= SWEEP_EVERY_MS;
       const from = sweep ? lastSweep && lastSweep.getTime() - SWEEP_EVERY_MS : lastPass && lastPass.getTime() - LOOKBACK_MS;
       const since = from ? new Date(from) : undefined;
       const seen = coveredIds(MAX_COVERED_IDS);
       // A sweep looks every attempt of its range up: it is the backstop.
-      const issued = await issueReceipts(deps.pool, deps.key, { since, now, covered: sweep ? undefined : covered, onCovered: seen.add });
+      const issued = await issueReceipts(deps.pool, deps.key, { since, clock, covered: sweep ? undefined : covered, onCovered: seen.add });
       covered = seen.set();
       const roots = await sealDueWindows(deps.pool, deps.key, { windowMs: deps.windowMs, before: new Date(now.getTime() - deps.graceMs) });
       lastPass = now;
@@ -87,14 +99,11 @@ export function startEvidenceSealer(deps: SealerDeps, intervalMs: number): Evide
       return { issued, sealed: roots.length };
     });
 
-  const tick = (now = new Date()): Promise<SealerTick | null> => {
-    const p = running.then(() => pass(now));
-    running = p.catch(() => undefined);
-    return p;
-  };
+  const passes = coalesced(pass);
+  const tick = (): Promise<SealerTick | null> => passes.request();
 
   const timer = setInterval(() => {
-    if (stopped) return;
+    if (stopped || passes.busy()) return;
     tick().then(
       (t) => t && (t.issued || t.sealed) && deps.logger.info('evidence sealed', { ...t }),
       (err: Error) => deps.logger.error('evidence sealer pass failed', { err: err.message }),
@@ -107,7 +116,7 @@ export function startEvidenceSealer(deps: SealerDeps, intervalMs: number): Evide
     async stop() {
       stopped = true;
       clearInterval(timer);
-      await running;
+      await passes.settled();
     },
   };
 }

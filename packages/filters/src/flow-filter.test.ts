@@ -115,6 +115,9 @@ describe('validateFilter', () => {
     ['jsonpath too long', { jsonpath: '$' + '.a'.repeat(600) }, { field: 'filter.jsonpath', message: expect.stringContaining('longer than 1000') }],
     ['absurd jsonpath', { jsonpath: '$..a..b..c..d..e..f' }, { field: 'filter.jsonpath', message: expect.stringContaining("'..' segments") }],
     ['too many jsonpaths', { jsonpath: Array.from({ length: 21 }, () => '$') }, { field: 'filter.jsonpath', message: expect.stringContaining('at most 20') }],
+    ['jsonpath non-finite literal', { jsonpath: '$[?(@.body.amount > 1e400)]' }, { field: 'filter.jsonpath', message: expect.stringContaining('out of range') }],
+    ['jsonpath non-finite literal, nested, in a list', { jsonpath: ['$.a', '$[?(!(-1E+999 == @.a) && @.b)]'] }, { field: 'filter.jsonpath[1]', message: expect.stringContaining('must be finite') }],
+    ['match non-finite', JSON.parse('{"match":{"body.amount":{"$gt":1e400}}}'), { field: 'filter.match.body.amount.$gt', message: expect.stringContaining('must be a finite number') }],
     ['match operator', { match: { $or: [{ type: 'a' }, { 'body.amount': { $gte: {} } }] } }, { field: 'filter.match.$or[1].body.amount.$gte', message: 'must be a number or a string' }],
   ])('%s', (_name, filter, expected) => {
     expect(validateFilter(filter)).toContainEqual(expected);
@@ -122,6 +125,13 @@ describe('validateFilter', () => {
 
   it('uses the given field prefix', () => {
     expect(validateFilter({ match: { a: { $x: 1 } } }, 'flows[0].filter')[0]!.field).toBe('flows[0].filter.match.a.$x');
+  });
+
+  it('a stored filter written before the finite-number rule keeps its meaning when compiled (the router)', () => {
+    const c = compileFilter({ jsonpath: '$[?(@.body.amount < 1e400)]' });
+    expect(c.valid).toBe(true);
+    expect(c.matches({ ...doc, body: { amount: 5 } })).toBe(true);
+    expect(validateFilter({ jsonpath: '$[?(@.body.amount < 1e400)]' })).toHaveLength(1);
   });
 
   it('compileFilter reports the same errors and fails closed', () => {

@@ -3,6 +3,8 @@ import { Budget } from './budget';
 import { compileEventTypes } from './event-types';
 import { isObject } from './json-values';
 import { compileJsonPath, type CompiledJsonPath } from './jsonpath/compile-jsonpath';
+import { hasNonFiniteLiteral, NON_FINITE_LITERAL } from './jsonpath/non-finite';
+import { parseJsonPath } from './jsonpath/parse-jsonpath';
 import { JsonPathSyntaxError } from './jsonpath/scanner';
 import { LIMITS } from './limits';
 import { compileMatch } from './match/compile-match';
@@ -74,9 +76,22 @@ function compilePaths(value: unknown, field: string, errors: FieldError[]): Comp
   return out;
 }
 
-/** Field errors of a filter as the API reports them (400 validation-error); [] when valid. */
+/**
+ * Field errors of a filter as the API reports them (400 validation-error); [] when valid.
+ * Stricter than compileFilter (which the router runs on stored filters): a JSONPath number
+ * literal must be finite (jsonpath/non-finite.ts).
+ */
 export function validateFilter(filter: unknown, fieldPrefix = 'filter'): FieldError[] {
-  return compileFilter(filter, fieldPrefix).errors;
+  const errors = compileFilter(filter, fieldPrefix).errors;
+  if (errors.length || !isObject(filter)) return errors;
+  const paths = filter['jsonpath'];
+  const list = typeof paths === 'string' ? [paths] : Array.isArray(paths) ? paths : [];
+  list.forEach((src, i) => {
+    if (typeof src === 'string' && hasNonFiniteLiteral(parseJsonPath(src))) {
+      errors.push({ field: typeof paths === 'string' ? `${fieldPrefix}.jsonpath` : `${fieldPrefix}.jsonpath[${i}]`, message: NON_FINITE_LITERAL });
+    }
+  });
+  return errors;
 }
 
 const compiled = new WeakMap<object, CompiledFilter>();

@@ -4,3 +4,4 @@ export { startHealthServer, type HealthServer, type ReadinessCheck, type ExtraRo
 export { closeServer } from './close-server';
 export { onShutdownSignal } from './shutdown-signal';
 export { cidrContains, ipInAny, normalizeIp, parseCidr, parseCidrList, parseIp, type Cidr } from './cidr';
+export { getPath, getStringAt, parsePath } from './json-path';

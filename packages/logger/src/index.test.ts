@@ -77,10 +77,12 @@ describe('redaction', () => {
     const e = out['error'] as Record<string, any>;
     expect(e).toMatchObject({ name: 'Error', message: 'request failed: Authorization: Bearer [redacted]', code: 'E_X', config: { headers: { authorization: '[redacted]' } } });
     expect(e['stack']).toContain('request failed');
-    expect(e['cause']).toMatchObject({ message: 'connect ECONNREFUSED redis://default:[redacted]@redis:6379' });
+    expect(e['cause']).toMatchObject({ message: 'connect ECONNREFUSED redis://[redacted]@redis:6379' });
     expect(JSON.stringify(out)).not.toMatch(/hunter2|tok_live_123|dXNlcjpwYXNz/);
     // Logged as the message itself, and as the text of `error` (how the code mostly logs failures).
     expect(JSON.stringify(line((l) => l.error(new Error('no route to postgres://app:s3cret@db/hookline'))))).not.toContain('s3cret');
-    expect(line((l) => l.warn('x', { error: 'redis://:s3cret@redis:6379 refused' }))['error']).toBe('redis://:[redacted]@redis:6379 refused');
+    expect(line((l) => l.warn('x', { error: 'redis://:s3cret@redis:6379 refused' }))['error']).toBe('redis://[redacted]@redis:6379 refused');
+    // A user name alone can be the credential (https://sk_live_x@host), and an `@` in a password leaves nothing behind.
+    expect(line((l) => l.warn('x', { error: 'GET https://sk_live_x@host/a and https://u:p@ss@host/b?q=a@b' }))['error']).toBe('GET https://[redacted]@host/a and https://[redacted]@host/b?q=a@b');
   });
 });

@@ -15,12 +15,13 @@ const REDACT = new RegExp(
 );
 
 // Credentials inside text (an error quoting a connection string or a request):
-// `scheme://user:password@host` and `Bearer …` / `Basic …`.
-const CREDENTIALS_IN_TEXT = /(\/\/[^/\s:@]*:)[^/\s@]+@|\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi;
+// `scheme://user:password@host` and `scheme://token@host` (the whole userinfo, up to the
+// authority's last `@`, so `u:p@ss@host` leaves nothing behind), and `Bearer …` / `Basic …`.
+const CREDENTIALS_IN_TEXT = /(\/\/)[^/\s?#]*@|\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi;
 
 /** `text` with any credentials it quotes replaced. */
 export function scrubText(text: string): string {
-  return text.replace(CREDENTIALS_IN_TEXT, (_m, userinfo: string | undefined, scheme: string | undefined) => (userinfo ? `${userinfo}[redacted]@` : `${scheme} [redacted]`));
+  return text.replace(CREDENTIALS_IN_TEXT, (_m, slashes: string | undefined, scheme: string | undefined) => (slashes ? `${slashes}[redacted]@` : `${scheme} [redacted]`));
 }
 
 // Fields that hold error text: the ones code fills with `err.message`.

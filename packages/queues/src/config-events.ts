@@ -3,7 +3,9 @@ import type { Redis } from './redis';
 /**
  * Configuration changes (ingesters, destinations, flows) are announced on one Redis
  * pub/sub channel so that ingest and router drop their caches at once; the caches also
- * expire on their own, so a missed message costs seconds, not correctness.
+ * expire on their own, so a missed message costs seconds, not correctness. Deliverers
+ * listen too, for deletes that left open deliveries to their janitor (which also runs on
+ * its own every JANITOR_INTERVAL_MS).
  */
 export function configChannel(prefix: string): string {
   return `${prefix}:config-changed`;
@@ -13,6 +15,11 @@ export interface ConfigChange {
   kind: 'ingester' | 'destination' | 'flow' | 'tenant' | 'cluster';
   id: string;
   tenantId: string;
+  /**
+   * A delete that closed only DELETE_CLOSE_INLINE_LIMIT of the open deliveries and left the
+   * rest to the deliverer's janitor: deliverers run their janitor at once on it.
+   */
+  openDeliveriesLeft?: boolean;
 }
 
 export async function publishConfigChange(redis: Redis, prefix: string, change: ConfigChange): Promise<void> {

@@ -16,6 +16,9 @@ import type { Redis } from './redis';
  *     last_error_at    ms epoch
  *     last_success_at  ms epoch
  *   <prefix>:dst-rate:<destination id>:<epoch second>   counter, the rate-limit window
+ *                      (requests sent: the deliverer takes a token as each request leaves)
+ *   <prefix>:dst-admit:<destination id>:<epoch second>   counter, deliveries the deliverer's
+ *                      claim-time gate let into its send queue in that second (admission)
  *   <prefix>:dst-rate-spent:<destination id>:<epoch second>   hash, lease owner → tokens an
  *                      edge poll took in that window (returned when given back unsent)
  */
@@ -25,6 +28,10 @@ export function destinationHealthKey(prefix: string, destinationId: string): str
 
 export function destinationRateKey(prefix: string, destinationId: string, epochSecond: number): string {
   return `${prefix}:dst-rate:${destinationId}:${epochSecond}`;
+}
+
+export function destinationAdmitKey(prefix: string, destinationId: string, epochSecond: number): string {
+  return `${prefix}:dst-admit:${destinationId}:${epochSecond}`;
 }
 
 export type BreakerState = 'closed' | 'open' | 'half_open';

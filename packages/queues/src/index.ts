@@ -5,4 +5,4 @@ export { createProducer, type Producer, type ProducerOptions } from './producer'
 export { createWorker, type WorkerHandle } from './worker';
 export { queueDepths } from './depths';
 export { publishConfigChange, onConfigChange, configChannel, type ConfigChange } from './config-events';
-export { destinationHealthKey, destinationRateKey, readDestinationHealthState, resetDestinationHealthState, type BreakerState, type DestinationHealthState } from './destination-state';
+export { destinationAdmitKey, destinationHealthKey, destinationRateKey, readDestinationHealthState, resetDestinationHealthState, type BreakerState, type DestinationHealthState } from './destination-state';

@@ -4,12 +4,18 @@ import { hmac, safeEqual } from './hmac';
  * Hookline's own signature, used inbound (generic ingesters, cluster requests) and
  * outbound (deliveries):
  *   X-Service-Timestamp: <unix seconds>
- *   X-Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(key, "<t>.<raw body>")>
- * Several v1= entries may be present (secret rotation); any match is accepted.
+ *   X-Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(key, "<t>.<raw body>")>[,v1=…]
+ * Several v1= entries may be present (secret rotation); any match is accepted. Given
+ * several keys, one v1= per key, in that order (deliveries put the newest last).
  */
-export function signServiceRequest(key: string | Buffer, body: Buffer | string, timestamp = Math.floor(Date.now() / 1000)): { 'x-service-timestamp': string; 'x-service-signature': string } {
-  const sig = hmac('sha256', key, `${timestamp}.`, body).toString('hex');
-  return { 'x-service-timestamp': String(timestamp), 'x-service-signature': `t=${timestamp},v1=${sig}` };
+export function signServiceRequest(
+  keys: string | Buffer | readonly (string | Buffer)[],
+  body: Buffer | string,
+  timestamp = Math.floor(Date.now() / 1000),
+): { 'x-service-timestamp': string; 'x-service-signature': string } {
+  const list: readonly (string | Buffer)[] = typeof keys === 'string' || Buffer.isBuffer(keys) ? [keys] : keys;
+  const sigs = list.map((key) => `,v1=${hmac('sha256', key, `${timestamp}.`, body).toString('hex')}`);
+  return { 'x-service-timestamp': String(timestamp), 'x-service-signature': `t=${timestamp}${sigs.join('')}` };
 }
 
 export function parseServiceSignature(header: string): { t: number | null; v1: string[] } {

@@ -6,10 +6,15 @@ export interface ReceivedRequest {
   headers: IncomingHttpHeaders;
   body: Buffer;
   at: number;
+  /** When the answer was written (unset while the request is still open, or when destroyed). */
+  answeredAt?: number;
 }
 
-/** Decides the answer to the n-th request (1-based); default 200. */
-export type ReceiverBehaviour = (n: number, req: ReceivedRequest) => { status: number; body?: string; headers?: Record<string, string>; delayMs?: number; destroy?: boolean };
+/**
+ * Decides the answer to the n-th request (1-based); default 200. `delayMs` holds the answer
+ * that long; `hold` holds it until the promise settles (the test decides when).
+ */
+export type ReceiverBehaviour = (n: number, req: ReceivedRequest) => { status: number; body?: string; headers?: Record<string, string>; delayMs?: number; hold?: Promise<unknown>; destroy?: boolean };
 
 export interface Receiver {
   url: string;
@@ -37,8 +42,10 @@ export function startReceiver(behaviour: ReceiverBehaviour = () => ({ status: 20
         }
         res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers });
         res.end(answer.body ?? '');
+        rec.answeredAt = Date.now();
       };
-      if (answer.delayMs) setTimeout(respond, answer.delayMs);
+      if (answer.hold) answer.hold.then(respond, respond);
+      else if (answer.delayMs) setTimeout(respond, answer.delayMs);
       else respond();
     });
   });

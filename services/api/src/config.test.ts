@@ -12,6 +12,31 @@ describe('api config', () => {
     expect(c.trustedProxies).toEqual([]);
   });
 
+  it('refuses to boot with NODE_ENV=production and a public JWT_SECRET or SECRETS_KEY, never quoting them', () => {
+    const own = { JWT_SECRET: 'an-operator-secret-0123456789abcdef', SECRETS_KEY: 'another-operator-secret-0123456789' };
+    expect(loadApiConfig({ NODE_ENV: 'production', ...own }).JWT_SECRET).toBe(own.JWT_SECRET);
+    const problems = (env: NodeJS.ProcessEnv): string[] => {
+      try {
+        loadApiConfig(env);
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        return (err as ConfigError).problems;
+      }
+      return [];
+    };
+    for (const jwt of [undefined, 'hookline-dev-jwt-secret-change-me', 'change-me-jwt-secret-at-least-32-chars', 'EXAMPLE-ONLY-replace-with-openssl-rand-base64-32']) {
+      const found = problems({ NODE_ENV: 'production', SECRETS_KEY: own.SECRETS_KEY, JWT_SECRET: jwt });
+      expect(found).toEqual([expect.stringMatching(/^JWT_SECRET is .*NODE_ENV=production it must be a secret of your own/)]);
+      if (jwt) expect(found.join()).not.toContain(jwt);
+    }
+    for (const key of [undefined, 'hookline-dev-secrets-key-change-me', 'change-me-to-a-long-random-value', 'EXAMPLE-ONLY-replace-with-openssl-rand-base64-32']) {
+      expect(problems({ NODE_ENV: 'production', JWT_SECRET: own.JWT_SECRET, SECRETS_KEY: key })).toEqual([expect.stringMatching(/^SECRETS_KEY is /)]);
+    }
+    expect(() => loadApiConfig({ NODE_ENV: 'production' })).toThrow(/JWT_SECRET.*SECRETS_KEY|SECRETS_KEY.*JWT_SECRET/);
+    // The quick start (pnpm start) and the tests run without NODE_ENV=production: the defaults do.
+    for (const env of [{}, { NODE_ENV: 'development' }, { NODE_ENV: 'test' }]) expect(loadApiConfig(env).JWT_SECRET).toBe('hookline-dev-jwt-secret-change-me');
+  });
+
   it('reads the login limits and TRUSTED_PROXIES, naming a bad value', () => {
     const c = loadApiConfig({ LOGIN_MAX_FAILURES_PER_ACCOUNT: '5', LOGIN_MAX_FAILURES_PER_IP: '20', LOGIN_FAILURE_WINDOW_SECONDS: '60', TRUSTED_PROXIES: '10.0.0.0/8, fd00::/8,loopback,192.0.2.1' });
     expect([c.LOGIN_MAX_FAILURES_PER_ACCOUNT, c.LOGIN_MAX_FAILURES_PER_IP, c.LOGIN_FAILURE_WINDOW_SECONDS]).toEqual([5, 20, 60]);

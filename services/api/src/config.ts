@@ -11,7 +11,14 @@ export const apiEnv = {
   HOST: { type: 'string', default: '0.0.0.0' },
   INGEST_PUBLIC_URL: { type: 'string', default: 'http://127.0.0.1:8081', description: 'Public base URL of ingest; hook URLs are `${INGEST_PUBLIC_URL}/in/{ingester_id}`' },
   ERRORS_BASE_URL: { type: 'string', default: 'https://hookline.dev/errors', description: 'Base URI of problem-detail `type` values' },
-  JWT_SECRET: { type: 'string', default: 'hookline-dev-jwt-secret-change-me', minLength: 16, description: 'HS256 key for session JWTs issued by POST /auth/login' },
+  JWT_SECRET: {
+    type: 'string',
+    default: 'hookline-dev-jwt-secret-change-me',
+    minLength: 16,
+    description: 'HS256 key for session JWTs issued by POST /auth/login (with NODE_ENV=production the public default is refused)',
+    // Anyone could sign a session for any user with one of these: refused with NODE_ENV=production.
+    publicValues: ['hookline-dev-jwt-secret-change-me', 'change-me-jwt-secret-at-least-32-chars', 'EXAMPLE-ONLY-replace-with-openssl-rand-base64-32'],
+  },
   JWT_EXPIRES_IN: { type: 'string', default: '1h', description: 'Lifetime of session JWTs (jsonwebtoken syntax: 3600, "15m", "1h")' },
   RATE_LIMITS: {
     type: 'string',
@@ -37,6 +44,13 @@ export const apiEnv = {
     default: '',
     pattern: POOL_PATTERNS.dedicatedPools,
     description: "tenant_id=pool,… as given to the router: retries and replays of these tenants' deliveries go to queue deliver.<pool> instead of deliver",
+  },
+  DELETE_CLOSE_INLINE_LIMIT: {
+    type: 'integer',
+    default: 10_000,
+    minimum: 1,
+    description:
+      "Open deliveries a DELETE of a destination or flow moves to the DLQ in its own transaction (about 1 s per 10,000, holding the request and locks); the rest are moved by the deliverer's janitor, woken at once, a batch run per JANITOR_INTERVAL_MS",
   },
   ...evidenceEnv,
   ...observabilityEnv,

@@ -29,6 +29,8 @@ export interface Principal {
   tenantId: string;
   plan: PlanName;
   scopes: ReadonlySet<string>;
+  /** An API key's own expiry (null: none); absent for other credentials. */
+  expiresAt?: Date | null;
 }
 
 export function actorOf(p: Principal): string {

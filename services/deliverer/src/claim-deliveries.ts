@@ -9,6 +9,8 @@ export interface ClaimedDelivery {
   destinationId: string;
   attemptCount: number;
   replayCount: number;
+  /** attempt_count at the last replay (null: never replayed since it was recorded; see Round in @hookline/delivery). */
+  roundStartAttempt: number | null;
   url: string;
   method: string;
   config: unknown;
@@ -28,6 +30,7 @@ interface Row extends SendContextColumns {
   destination_id: string;
   attempt_count: number;
   replay_count: number;
+  round_start_attempt: number | null;
 }
 
 // One statement: lock the due, unheld rows (skipping rows another claim holds), lease
@@ -60,7 +63,7 @@ WITH cand AS (
   UPDATE deliveries d
   SET lease_until = now() + $3::float8 * interval '1 millisecond', lease_owner = $4, updated_at = now()
   FROM cand WHERE d.id = cand.id
-  RETURNING d.id, d.tenant_id, d.event_id, d.destination_id, d.attempt_count, d.replay_count
+  RETURNING d.id, d.tenant_id, d.event_id, d.destination_id, d.attempt_count, d.replay_count, d.round_start_attempt
 )
 ${sendContextSelect('claimed')}`;
 
@@ -82,6 +85,7 @@ export async function claimDeliveries(pool: Pool, input: ClaimInput): Promise<Cl
     destinationId: r.destination_id,
     attemptCount: r.attempt_count,
     replayCount: r.replay_count,
+    roundStartAttempt: r.round_start_attempt,
     url: r.url,
     method: r.method,
     config: r.config,

@@ -41,7 +41,18 @@ export const delivererEnv = {
   SSRF_ALLOWLIST: { type: 'string', default: '', description: 'comma CIDRs exempt from SSRF protection (local dev and tests: 127.0.0.0/8,::1/128)' },
   DLQ_RETENTION_MS: { type: 'integer', default: 7 * DAY_MS, minimum: 1, description: 'exhausted deliveries (the DLQ) are kept this long' },
   PURGE_INTERVAL_MS: { type: 'integer', default: 3_600_000, minimum: 10, description: 'how often the DLQ purge runs' },
-  JANITOR_INTERVAL_MS: { type: 'integer', default: 60_000, minimum: 10, description: 'how often the janitor closes open deliveries of DELETED destinations and flows (created after the delete by a stale router)' },
+  HELD_RETENTION_MS: {
+    type: 'integer',
+    default: 7 * DAY_MS,
+    minimum: 1,
+    description: 'held deliveries (open deliveries of a DISABLED destination) held for longer than this (counted from held_since, when they were held) are moved to the DLQ by the janitor (last_error held_expired)',
+  },
+  JANITOR_INTERVAL_MS: {
+    type: 'integer',
+    default: 60_000,
+    minimum: 10,
+    description: 'how often the janitor runs: it closes open deliveries of DELETED destinations and flows (left by a delete beyond its inline limit, or created after it by a stale router) and expires held deliveries past HELD_RETENTION_MS',
+  },
   EDGE_WAIT_LIMIT_MS: { type: 'integer', default: 900_000, minimum: 0, description: 'a due delivery of a cluster with no agent connected waits this long, then fails an attempt (edge_unavailable)' },
 } as const satisfies EnvSchema;
 

@@ -1,14 +1,16 @@
-import { retryTransient, type Pool } from '@hookline/db';
-import { buildHeaders, decide, groupBy, destinationSettings, notSent, openSecrets, signatureHeaders, type BackoffPolicy, type Breaker, type DeliveryDefaults, type Outcome, type SendResult } from '@hookline/delivery';
+import type { Pool } from '@hookline/db';
+import { buildHeaders, decide, destinationSettings, notSent, openSecrets, signatureHeaders, type BackoffPolicy, type Breaker, type DeliveryDefaults, type Outcome, type SendResult } from '@hookline/delivery';
 import type { Logger } from '@hookline/logger';
 import type { JobData, Producer, Redis } from '@hookline/queues';
 import type { Limiter } from './limiter';
-import { releaseDeliveries, renewLeases } from './claim-deliveries';
+import { renewLeases } from './claim-deliveries';
+import type { CircuitView } from './circuit-view';
 import type { CoalescedDb } from './coalesced-db';
-import { gateDeliveries, type Prepared } from './gate-deliveries';
+import { clearToSend, gateDeliveries, type Prepared } from './gate-deliveries';
 import type { HttpSender } from './http-sender';
+import type { RateTokens } from './rate-tokens';
 import { createOutcomeRecorder } from './outcome-recorder';
-import { recordHealth } from './record-health';
+import { giveBack, writeFinished, type Finished } from './settle-deliveries';
 
 export interface DeliverDeps {
   pool: Pool;
@@ -27,6 +29,10 @@ export interface DeliverDeps {
   prefix: string;
   sender: HttpSender;
   breaker: Breaker;
+  /** The circuits as this process last heard them (viewCircuits: the breaker above updates it). */
+  circuits: CircuitView;
+  /** Each request's rate token, taken in its slot (redisRateTokens: pauses after a Redis failure). */
+  rateTokens: RateTokens;
   openSecret: (sealed: string) => string | null;
   logger: Logger;
   defaults: DeliveryDefaults;
@@ -48,13 +54,14 @@ export interface BatchSummary {
   exhausted: number;
 }
 
-async function sendOne(deps: DeliverDeps, p: Prepared, traceparent: string | undefined): Promise<SendResult> {
+/** Sends one delivery when its slot comes, unless refused there: then when it is due again (ms epoch). */
+async function sendOne(deps: DeliverDeps, p: Prepared, traceparent: string | undefined): Promise<{ result: SendResult } | { dueAt: number }> {
   const { d, settings } = p;
-  if (!d.body) return notSent('payload_missing');
+  if (!d.body) return { result: notSent('payload_missing') };
   // Fail closed, as ingest does: a destination that has a secret never gets an unsigned
   // (or half-signed) request. Retried like any failure, then the DLQ (replay once fixed).
   const secrets = openSecrets(deps.openSecret, d.secrets);
-  if (!secrets) return notSent('signing_unavailable');
+  if (!secrets) return { result: notSent('signing_unavailable') };
   const body = d.body;
   // Signed when the request leaves (signHeaders), not now: it may first wait for a slot.
   const headers = buildHeaders({
@@ -70,17 +77,10 @@ async function sendOne(deps: DeliverDeps, p: Prepared, traceparent: string | und
     traceparent,
   });
   const mtlsKey = settings.mtls?.keySealed ? deps.openSecret(settings.mtls.keySealed) : null;
-  const signHeaders = (): Record<string, string> => signatureHeaders(secrets, d.id, body);
-  return deps.sender.send({ destinationId: d.destinationId, url: d.url, settings, mtlsKey, signHeaders }, headers, body);
-}
-
-/** Delayed jobs are hints: if one cannot be added, the recovery sweep finds the delivery. */
-async function enqueue(deps: DeliverDeps, deliveryIds: string[], delayMs: number): Promise<void> {
-  try {
-    await deps.producer.add('deliver', { v: 1, deliveryIds }, { delayMs: Math.max(0, Math.round(delayMs)) });
-  } catch (err) {
-    deps.logger.warn('could not enqueue a deliver job; recovery will pick it up', { count: deliveryIds.length, error: (err as Error).message });
-  }
+  const signHeaders = (nowMs: number): Record<string, string> => signatureHeaders(secrets, d.id, body, Math.floor(nowMs / 1000));
+  // The circuit and the rate limit are asked in the slot too, for the same reason.
+  const cleared = await deps.sender.sendWhenClear({ destinationId: d.destinationId, url: d.url, settings, mtlsKey, signHeaders }, headers, body, (now) => clearToSend(deps, p, now));
+  return 'sent' in cleared ? { result: cleared.sent } : { dueAt: cleared.refused };
 }
 
 /** Ids claimed together at most: a job's ids are claimed in chunks of this many, each within the claim budget. */
@@ -104,9 +104,11 @@ export async function deliverBatch(deps: DeliverDeps, job: JobData['deliver']): 
 }
 
 /**
- * One chunk: claim the due deliveries among its ids, hold back those a circuit or rate
- * limit refuses (no attempt consumed), send the rest concurrently, record every attempt
- * and outcome as the requests complete, and schedule the retries.
+ * One chunk: claim the due deliveries among its ids, hold back those a circuit or the
+ * admission rate refuses (no attempt consumed), queue the rest for sending; each request
+ * asks the circuit and the rate limit again in its slot right before it leaves, and is
+ * given back unsent if refused there. Attempts and outcomes are recorded as the requests
+ * complete, each write followed by its retries' jobs and its circuits' health.
  */
 async function deliverChunk(deps: DeliverDeps, deliveryIds: string[], traceparent: string | undefined): Promise<BatchSummary> {
   const { leaseOwner, claimed } = await deps.db.claim(deliveryIds);
@@ -114,51 +116,37 @@ async function deliverChunk(deps: DeliverDeps, deliveryIds: string[], traceparen
   if (claimed.length === 0) return summary;
 
   const prepared = claimed.map((d) => ({ d, settings: destinationSettings(d.method, d.config, deps.defaults) }));
-  const { allowed, deferred } = await gateDeliveries(deps, prepared);
-  if (deferred.length > 0) {
-    summary.deferred = deferred.length;
-    await releaseDeliveries(deps.pool, leaseOwner, deferred.map((x) => ({ id: x.item.d.id, delayMs: x.delayMs })));
-    for (const [delay, group] of groupBy(deferred, (x) => String(x.delayMs))) await enqueue(deps, group.map((x) => x.item.d.id), Number(delay));
-  }
+  const now = Date.now();
+  const { allowed, deferred } = await gateDeliveries(deps, prepared, now);
+  summary.deferred = deferred.length;
+  await giveBack(deps, leaseOwner, deferred.map((x) => ({ id: x.item.d.id, dueAt: now + x.delayMs })));
   if (allowed.length === 0) return summary;
 
   // While requests are out and their outcomes are being written, the lease is renewed, so
   // recovery never takes back a delivery that is still in flight (a crashed process stops
-  // renewing).
+  // renewing). Deliveries already recorded or given back are no longer this lease's.
   const heldIds = allowed.map((p) => p.d.id);
   const renewal = setInterval(() => void renewLeases(deps.pool, leaseOwner, heldIds, deps.leaseMs).catch(() => undefined), Math.max(250, deps.leaseMs / 3));
-  // Each outcome is recorded as its request completes. A write that fails because
-  // PostgreSQL went away, or was chosen as a deadlock victim (one call, rolled back whole),
-  // is retried while the lease would still hold: the receiver already has the request, and
-  // giving up would send it again once the lease expired.
-  const recorder = createOutcomeRecorder(
-    (outcomes) =>
-      retryTransient(() => deps.db.record({ leaseOwner, outcomes }), {
-        deadlineMs: deps.leaseMs / 2,
-        onRetry: (err, attempt) => deps.logger.warn('could not record outcomes; retrying', { count: outcomes.length, attempt, error: (err as Error).message }),
+  const recorder = createOutcomeRecorder<Finished>((items) => writeFinished(deps, leaseOwner, items), deps.recordLingerMs);
+  try {
+    await Promise.all(
+      allowed.map(async (p) => {
+        const sent = await sendOne(deps, p, traceparent);
+        if ('dueAt' in sent) {
+          summary.deferred++;
+          recorder.add({ givenBack: p.d.id, dueAt: sent.dueAt });
+          return;
+        }
+        const attemptNumber = p.d.attemptCount + 1;
+        const outcome: Outcome = { deliveryId: p.d.id, tenantId: p.d.tenantId, eventId: p.d.eventId, attemptNumber, result: sent.result, decision: decide(p.settings, deps.backoff, sent.result, attemptNumber, { replayCount: p.d.replayCount, roundStartAttempt: p.d.roundStartAttempt }, Date.now()) };
+        summary[outcome.decision.status]++;
+        recorder.add({ outcome, destinationId: p.d.destinationId });
       }),
-    deps.recordLingerMs,
-  );
-  const outcomes: Outcome[] = [];
-  const results = await Promise.all(
-    allowed.map(async (p) => {
-      const result = await sendOne(deps, p, traceparent);
-      const attemptNumber = p.d.attemptCount + 1;
-      const outcome: Outcome = { deliveryId: p.d.id, tenantId: p.d.tenantId, eventId: p.d.eventId, attemptNumber, result, decision: decide(p.settings, deps.backoff, result, attemptNumber, p.d.replayCount, Date.now()) };
-      outcomes.push(outcome);
-      recorder.add(outcome);
-      return result;
-    }),
-  );
-  await recorder.finish().finally(() => clearInterval(renewal));
-  await recordHealth(deps, allowed.map((p, i) => ({ destinationId: p.d.destinationId, result: results[i]! })));
-
-  const retries: Promise<void>[] = [];
-  for (const o of outcomes) {
-    summary[o.decision.status]++;
-    if (o.decision.status === 'failed') retries.push(enqueue(deps, [o.deliveryId], o.decision.delayMs));
+    );
+    await recorder.finish();
+  } finally {
+    clearInterval(renewal);
   }
-  await Promise.all(retries);
   deps.logger.debug('deliver batch done', { ...summary });
   return summary;
 }

@@ -4,11 +4,13 @@ import { breakerOptions, createBreaker, createSecretCache, deliveryPolicy } from
 import type { Logger } from '@hookline/logger';
 import type { Producer, Redis } from '@hookline/queues';
 import { createSecretBox } from '@hookline/signing';
+import { viewCircuits } from './circuit-view';
 import { createCoalescedDb } from './coalesced-db';
 import { parseList, type DelivererConfig } from './config';
 import type { DeliverDeps } from './deliver-batch';
 import { createHttpSender } from './http-sender';
 import { Limiter } from './limiter';
+import { redisRateTokens } from './rate-tokens';
 import { createSsrfGuard, type Resolver } from './ssrf/ssrf-guard';
 
 export interface Resources {
@@ -25,6 +27,7 @@ export interface Resources {
 export function buildDeliverDeps(config: DelivererConfig, r: Resources): DeliverDeps {
   const guard = createSsrfGuard(parseList(config.SSRF_ALLOWLIST), r.resolver);
   const instanceId = `${hostname()}:${process.pid}`;
+  const { breaker, circuits } = viewCircuits(createBreaker(r.redis, breakerOptions(config, config.QUEUE_PREFIX)), config.BREAKER_COOLDOWN_MS);
   return {
     pool: r.pool,
     db: createCoalescedDb(r.pool, {
@@ -40,7 +43,9 @@ export function buildDeliverDeps(config: DelivererConfig, r: Resources): Deliver
     prefix: config.QUEUE_PREFIX,
     logger: r.logger,
     sender: createHttpSender({ guard, responseBodyLimit: config.RESPONSE_BODY_LIMIT, maxInFlight: config.DELIVERER_MAX_IN_FLIGHT }),
-    breaker: createBreaker(r.redis, breakerOptions(config, config.QUEUE_PREFIX)),
+    breaker,
+    circuits,
+    rateTokens: redisRateTokens(r.redis, config.QUEUE_PREFIX, r.logger),
     openSecret: createSecretCache(createSecretBox(config.SECRETS_KEY)),
     ...deliveryPolicy(config),
     leaseMs: config.DELIVERY_LEASE_MS,

@@ -17,6 +17,7 @@ interface Row {
   event_id: string;
   attempt_count: number;
   replay_count: number;
+  round_start_attempt: number | null;
   cluster_id: string;
   method: string;
   config: unknown;
@@ -44,9 +45,9 @@ WITH stale AS (
 ), taken AS (
   UPDATE deliveries d SET lease_owner = $4, lease_until = now() + interval '1 minute', updated_at = now()
   FROM stale WHERE d.id = stale.id
-  RETURNING d.id, d.tenant_id, d.event_id, d.destination_id, d.attempt_count, d.replay_count, stale.waited_ms
+  RETURNING d.id, d.tenant_id, d.event_id, d.destination_id, d.attempt_count, d.replay_count, d.round_start_attempt, stale.waited_ms
 )
-SELECT k.id, k.tenant_id, k.event_id, k.attempt_count, k.replay_count, k.waited_ms::float8 AS waited_ms, t.cluster_id, t.method, t.config
+SELECT k.id, k.tenant_id, k.event_id, k.attempt_count, k.replay_count, k.round_start_attempt, k.waited_ms::float8 AS waited_ms, t.cluster_id, t.method, t.config
 FROM taken k JOIN destinations t ON t.id = k.destination_id`;
 
 /**
@@ -74,7 +75,7 @@ export async function sweepEdgeWaits(deps: { pool: Pool; policy: DeliveryPolicy 
     };
     const attemptNumber = r.attempt_count + 1;
     const settings = destinationSettings(r.method, r.config, deps.policy.defaults);
-    return { deliveryId: r.id, tenantId: r.tenant_id, eventId: r.event_id, attemptNumber, result, decision: decide(settings, deps.policy.backoff, result, attemptNumber, r.replay_count) };
+    return { deliveryId: r.id, tenantId: r.tenant_id, eventId: r.event_id, attemptNumber, result, decision: decide(settings, deps.policy.backoff, result, attemptNumber, { replayCount: r.replay_count, roundStartAttempt: r.round_start_attempt }) };
   });
   await recordOutcomes(deps.pool, leaseOwner, outcomes, { via: 'edge' });
   return outcomes.length;

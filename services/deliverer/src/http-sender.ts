@@ -13,15 +13,26 @@ export interface SendTarget {
   /** Opened client key for mTLS (the PEM, never stored in plain text). */
   mtlsKey: string | null;
   /**
-   * The signature headers, made when the request leaves: a request can wait for a
-   * concurrency slot (a slow destination's backlog) for longer than a receiver's timestamp
-   * tolerance, so its signature must not be stamped before that wait.
+   * The signature headers, made when the request leaves, stamped with `nowMs` (that
+   * instant): a request can wait for a concurrency slot (a slow destination's backlog) for
+   * longer than a receiver's timestamp tolerance, so its signature must not be stamped
+   * before that wait.
    */
-  signHeaders?: () => Record<string, string>;
+  signHeaders?: (nowMs: number) => Record<string, string>;
 }
+
+/** What `sendWhenClear` did: sent (an attempt), or refused by the clearance (nothing sent). */
+export type Cleared<R> = { sent: SendResult } | { refused: R };
 
 export interface HttpSender {
   send(target: SendTarget, headers: Record<string, string>, body: Buffer): Promise<SendResult>;
+  /**
+   * `send`, once `clear` lets the request go: asked inside the request's destination slot,
+   * after any wait for it, before it takes an overall slot and leaves, with that instant
+   * (ms epoch; the signature is stamped with the same). A non-null answer is a refusal:
+   * nothing is sent, the slot is freed, and the answer is returned.
+   */
+  sendWhenClear<R>(target: SendTarget, headers: Record<string, string>, body: Buffer, clear: (nowMs: number) => Promise<R | null>): Promise<Cleared<R>>;
   close(): Promise<void>;
 }
 
@@ -89,7 +100,7 @@ export function createHttpSender(opts: HttpSenderOptions): HttpSender {
     return pool;
   };
 
-  const attempt = async (t: SendTarget, headers: Record<string, string>, body: Buffer): Promise<SendResult> => {
+  const attempt = async (t: SendTarget, headers: Record<string, string>, body: Buffer, now: number): Promise<SendResult> => {
     const startedAt = new Date();
     const t0 = performance.now();
     const done = (r: Omit<SendResult, 'startedAt' | 'durationMs'>): SendResult => ({ ...r, startedAt, durationMs: Math.round(performance.now() - t0) });
@@ -106,7 +117,7 @@ export function createHttpSender(opts: HttpSenderOptions): HttpSender {
     const blocked = opts.guard.checkHost(url.hostname);
     if (blocked) return failure('ssrf_blocked', blocked.message);
 
-    const sent = t.signHeaders ? { ...headers, ...t.signHeaders() } : headers;
+    const sent = t.signHeaders ? { ...headers, ...t.signHeaders(now) } : headers;
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), t.settings.timeoutMs);
     try {
@@ -132,7 +143,18 @@ export function createHttpSender(opts: HttpSenderOptions): HttpSender {
   };
 
   return {
-    send: (t, headers, body) => limits.run(t.destinationId, t.settings.maxConcurrency, () => attempt(t, headers, body)),
+    send: (t, headers, body) => limits.run(t.destinationId, t.settings.maxConcurrency, () => attempt(t, headers, body, Date.now())),
+    // Cleared in the destination's slot, before an overall one is taken: the clearance may
+    // wait on Redis (a rate token), and a stalled Redis must not hold the slots every other
+    // destination needs. The request is stamped with the instant it was cleared (the
+    // second its rate token came from); it leaves once an overall slot is free, at once
+    // unless DELIVERER_MAX_IN_FLIGHT requests are out.
+    sendWhenClear: (t, headers, body, clear) =>
+      limits.inDestination(t.destinationId, t.settings.maxConcurrency, async () => {
+        const now = Date.now();
+        const refused = await clear(now);
+        return refused === null ? { sent: await limits.inOverall(() => attempt(t, headers, body, now)) } : { refused };
+      }),
     async close() {
       const all = [...pools.values()];
       pools.clear();

@@ -58,15 +58,29 @@ export class ConcurrencyLimits {
     this.overall = new Limiter(maxInFlight);
   }
 
-  async run<T>(destinationId: string, limit: number, fn: () => Promise<T>): Promise<T> {
+  /** `fn` in a slot of the destination and, within it, one of the overall limit. */
+  run<T>(destinationId: string, limit: number, fn: () => Promise<T>): Promise<T> {
+    return this.inDestination(destinationId, limit, () => this.inOverall(fn));
+  }
+
+  /**
+   * `fn` in a slot of the destination only: for what may wait long (a Redis call) without
+   * holding a slot every destination shares. It takes the overall one itself (inOverall).
+   */
+  async inDestination<T>(destinationId: string, limit: number, fn: () => Promise<T>): Promise<T> {
     let l = this.perDestination.get(destinationId);
     if (!l) this.perDestination.set(destinationId, (l = new Limiter(limit)));
     l.limit = limit;
     const dest = l;
     try {
-      return await dest.run(() => this.overall.run(fn));
+      return await dest.run(fn);
     } finally {
       if (dest.idle && this.perDestination.get(destinationId) === dest) this.perDestination.delete(destinationId);
     }
+  }
+
+  /** `fn` in a slot of the overall limit. */
+  inOverall<T>(fn: () => Promise<T>): Promise<T> {
+    return this.overall.run(fn);
   }
 }

@@ -1,5 +1,6 @@
 // The deliverer process: config -> logger -> PostgreSQL/Redis -> deliver worker per queue,
-// recovery sweep, DLQ purge and janitor -> health server and metrics -> graceful drain on SIGTERM.
+// recovery sweep, DLQ purge and janitor (woken by deletes that left it work) -> health server
+// and metrics -> graceful drain on SIGTERM.
 import { ConfigError, loadConfig } from '@hookline/config';
 import { createPool } from '@hookline/db';
 import { closeServer, onShutdownSignal, startHealthServer } from '@hookline/http';
@@ -10,6 +11,7 @@ import { delivererEnv } from './config';
 import { deliverJobHandler } from './deliver-job';
 import { sweepEdgeWaits } from './edge-wait-sweep';
 import { createJanitor } from './close-deleted';
+import { wakeJanitorOnDeletes } from './janitor-wakeup';
 import { buildDeliverDeps } from './deliverer-deps';
 import { every } from './periodic';
 import { purgeDlq } from './purge-dlq';
@@ -63,11 +65,17 @@ async function main(): Promise<void> {
     const r = await purgeDlq(pool, { retentionMs: config.DLQ_RETENTION_MS });
     if (r?.deliveries) logger.info('purged expired DLQ entries', { ...r });
   });
-  const janitorRun = createJanitor(pool);
+  const janitorRun = createJanitor(pool, { heldRetentionMs: config.HELD_RETENTION_MS });
   const janitor = every(config.JANITOR_INTERVAL_MS, 'janitor', logger, async () => {
     const r = await janitorRun();
-    if (r && (r.destination || r.flow)) logger.warn('closed open deliveries of deleted destinations or flows (moved to the DLQ)', { ...r });
+    if (r && (r.destination || r.flow)) logger.warn('closed open deliveries of deleted destinations or flows (moved to the DLQ)', { destination: r.destination, flow: r.flow, more: r.more });
+    if (r?.held) logger.warn('moved held deliveries past HELD_RETENTION_MS to the DLQ', { held: r.held });
   });
+  // A delete that left open deliveries to the janitor has it run now.
+  const subscriber = instrumentRedis(createRedis(config.REDIS_URL, 'worker', config.REDIS_CLUSTER_NODES), metrics);
+  wakeJanitorOnDeletes(subscriber, config.QUEUE_PREFIX, janitor).catch((err: Error) =>
+    logger.warn('config-change subscription failed; the janitor runs on its interval only', { error: err.message }),
+  );
   const health = await startHealthServer(
     config.PORT,
     config.HOST,
@@ -101,6 +109,7 @@ async function main(): Promise<void> {
       if (requeued.some(Boolean)) void deps.sender.close();
       else await deps.sender.close();
       await producer.close();
+      subscriber.disconnect();
       await Promise.all([redis.quit().catch(() => undefined), workerRedis.quit().catch(() => undefined)]);
       await pool.end();
       await closeServer(health.server, 1_000);

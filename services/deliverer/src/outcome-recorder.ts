@@ -1,8 +1,6 @@
-import type { Outcome } from '@hookline/delivery';
-
-export interface OutcomeRecorder {
-  /** One request's outcome, as soon as it is known. */
-  add(outcome: Outcome): void;
+export interface OutcomeRecorder<T> {
+  /** One delivery's outcome, as soon as it is known. */
+  add(outcome: T): void;
   /** Records what is left and waits for every write; rejects if any write failed. */
   finish(): Promise<void>;
 }
@@ -13,10 +11,11 @@ export interface OutcomeRecorder {
  * written together (so a batch of fast requests is still one write). A receiver that
  * answered is thus recorded within about `lingerMs`, not after the batch's slowest request
  * (up to its timeout), which is the window in which a crash or a PostgreSQL restart turns
- * a delivered request into a duplicate.
+ * a delivered request into a duplicate; and what follows a write (retries scheduled,
+ * circuits told, deliveries given back) follows it as promptly.
  */
-export function createOutcomeRecorder(write: (outcomes: Outcome[]) => Promise<void>, lingerMs: number): OutcomeRecorder {
-  let pending: Outcome[] = [];
+export function createOutcomeRecorder<T>(write: (outcomes: T[]) => Promise<void>, lingerMs: number): OutcomeRecorder<T> {
+  let pending: T[] = [];
   let timer: NodeJS.Timeout | undefined;
   const writes: Promise<void>[] = [];
   const flush = (): void => {

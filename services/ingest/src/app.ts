@@ -8,6 +8,7 @@ import { createMetrics, createTracer, observeHttp, sendMetrics, type HttpObserva
 import { onConfigChange, type Producer, type Redis } from '@hookline/queues';
 import { createSecretBox } from '@hookline/signing';
 import type { IngestConfig } from './config';
+import { unsupportedEncoding } from './content-encoding';
 import { createEventBatcher, type EventBatcher } from './event-batcher';
 import { createIngesterCache, type IngesterCache } from './ingester-cache';
 import { ingestEvent, type IngestDeps } from './ingest-event';
@@ -91,7 +92,7 @@ export function createIngestApp(deps: IngestAppDeps): IngestApp {
       const outcome = await receive(req, res, reqId, ingesterId, url, obs);
       obs.fields['event_id'] = outcome.eventId;
       counted(obs, outcome.kind);
-      // A repeat of a live dedup key (Idempotency-Key, or a provider's delivery id) gets the
+      // A repeat of a live dedup key (a provider's delivery id, else Idempotency-Key) gets the
       // original result (SPEC.md Limits): the same 202 body, marked `Idempotent-Replayed`
       // (as are its log line and its `duplicate` outcome: the status does not tell it apart).
       if (outcome.kind === 'accepted') sendJson(res, 202, { event_id: outcome.eventId, status: 'accepted' }, { 'x-request-id': reqId });
@@ -118,6 +119,9 @@ export function createIngestApp(deps: IngestAppDeps): IngestApp {
       }
       throw err;
     }
+    // Refused once the body is read (within the limit), so the connection stays usable.
+    const encoding = unsupportedEncoding(req.headers['content-encoding']);
+    if (encoding) throw encoding;
     return ingestEvent(ingest, {
       ingesterId,
       path: q >= 0 ? url.slice(0, q) : url,

@@ -4,16 +4,16 @@ import { newId, type Pool } from '@hookline/db';
 import { AppError } from '@hookline/errors';
 import type { Logger } from '@hookline/logger';
 import type { TraceContext } from '@hookline/observability';
-import { ipInAny, type Cidr } from '@hookline/http';
+import { getStringAt, ipInAny, type Cidr } from '@hookline/http';
 import { resolveClientIp } from './client-ip';
 import type { EventBatcher } from './event-batcher';
 import type { IngesterCache } from './ingester-cache';
 import type { IngesterSettings } from './ingester-settings';
-import { getStringAt } from './json-path';
 import { PROVIDER_ADAPTERS, type ProviderContext } from './providers';
 import { recordRejection, type Rejection } from './record-rejection';
 import { checkRequiredHeaders } from './source-rules';
 import { correlationId } from './trace';
+import { dedupKeyOf } from './dedup-key';
 import type { WriteOutcome } from './write-batch';
 
 export interface IngestDeps {
@@ -54,8 +54,8 @@ const sha256 = (v: BinaryLike): string => createHash('sha256').update(v).digest(
  * Idempotent-Replayed: true. Refusals throw AppError: 404
  * unknown or inactive ingester, 403 address not allowed, 400 required header rule,
  * 401 signature (each with one ingest_rejections row), 409 idempotency-conflict (an
- * Idempotency-Key reused with another body; nothing stored, no rejection row), 503
- * PostgreSQL unavailable.
+ * Idempotency-Key, used as the dedup key because the provider gave no delivery id,
+ * reused with another body; nothing stored, no rejection row), 503 PostgreSQL unavailable.
  */
 export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise<Extract<WriteOutcome, { kind: 'accepted' | 'duplicate' }>> {
   const ing = await deps.cache.get(input.ingesterId).catch((err: Error) => {
@@ -94,11 +94,7 @@ export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise
     }
   }
 
-  const idem = input.headers['idempotency-key'];
-  // An explicit key is held to its body (a reuse with another body is a 409); a provider's
-  // delivery id is not: providers resend what they resend and cannot act on a 409.
-  const explicit = (Array.isArray(idem) ? idem[0] : idem)?.trim() || null;
-  const key = explicit ?? adapter.dedupId(ctx);
+  const { key, explicit } = dedupKeyOf(input.headers['idempotency-key'], adapter.dedupId(ctx));
   const outcome = await deps.batcher.submit({
     eventId: newId('evt'),
     tenantId: ing.tenantId,
@@ -131,6 +127,8 @@ function providerContext(deps: IngestDeps, ing: IngesterSettings, input: IngestI
     toleranceSeconds: ing.toleranceSeconds,
     nowSeconds: deps.nowSeconds ? deps.nowSeconds() : Math.floor(Date.now() / 1000),
     url: `${deps.publicUrl}${input.path}${input.query !== null ? `?${input.query}` : ''}`,
+    ingesterId: ing.id,
+    logger: deps.logger,
     json() {
       if (!parsed) {
         try {

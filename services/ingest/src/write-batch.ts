@@ -11,11 +11,11 @@ export interface PendingEvent {
   correlationId: string;
   /** The ingest request's span (not stored): a batch's route job carries its first event's. */
   traceparent?: string;
-  /** Idempotency-Key, else the provider's delivery id; null when there is none. */
+  /** The provider's delivery id, else the Idempotency-Key header (dedup-key.ts); null when there is neither. */
   dedupKey: string | null;
   /**
-   * True when `dedupKey` is the request's own Idempotency-Key header, false when it is a
-   * provider's delivery id (or there is none). Only an explicit key is held to its body:
+   * True when `dedupKey` is the request's own Idempotency-Key header (only when it has no
+   * provider delivery id), false when it is a provider's delivery id (or there is none). Only an explicit key is held to its body:
    * reused with a different body it is a conflict; a provider id repeat is always a duplicate.
    */
   explicitKey: boolean;

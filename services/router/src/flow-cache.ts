@@ -28,6 +28,13 @@ export interface IngesterFlows {
    * nowhere is then marked `flow_not_active` rather than `no_matching_flow`.
    */
   switchedOffTenant: string | null;
+  /**
+   * The ingester's own filter (ingesters.filters), compiled once per cache fill, which every
+   * event must pass before any of `flows` is tried; null when it has none (or `{}`). Read only
+   * when the ingester has flows that route (otherwise no filter runs anyway). An invalid one
+   * matches nothing (fail closed), like a flow's.
+   */
+  ingesterFilter: CompiledFilter | null;
 }
 
 interface Entry extends IngesterFlows {
@@ -42,6 +49,8 @@ interface FlowRow {
   destination_id: string;
   /** Only for flows that route (the others' filters are never compiled). */
   filter: unknown;
+  /** The ingester's filters, likewise only on rows of flows that route. */
+  ingester_filters: unknown;
   routes: boolean;
   /** A DRAFT or DISABLED flow. */
   switched_off: boolean;
@@ -51,25 +60,29 @@ interface FlowRow {
 // Flows of the same tenant as their destination (defence in depth). A flow routes when it
 // is ACTIVE and its destination ACTIVE or DISABLED (held deliveries); DRAFT and DISABLED
 // flows are read only to tell "switched off" from "no flow" (by the (ingester_id, state)
-// index, as before; one query per cache miss, none per event).
+// index, as before; one query per cache miss, none per event). The ingester's own filters
+// come along on the rows of flows that route (by its primary key), in the same statement.
 const LOAD_FLOWS = `SELECT f.id, f.tenant_id, f.ingester_id, f.destination_id,
     CASE WHEN f.state = 'ACTIVE' THEN f.filter END AS filter,
+    CASE WHEN f.state = 'ACTIVE' THEN i.filters END AS ingester_filters,
     (f.state = 'ACTIVE' AND d.state IN ('ACTIVE', 'DISABLED')) AS routes,
     (f.state <> 'ACTIVE') AS switched_off,
     (d.state = 'ACTIVE') AS destination_active
   FROM delivery_flows f JOIN destinations d ON d.id = f.destination_id AND d.tenant_id = f.tenant_id
+  LEFT JOIN ingesters i ON i.id = f.ingester_id
   WHERE f.ingester_id = ANY($1::text[]) AND f.state IN ('ACTIVE', 'DISABLED', 'DRAFT') AND d.state <> 'DELETED'
   ORDER BY f.id`;
 
-const NO_FLOWS: IngesterFlows = { flows: [], switchedOffTenant: null };
+const NO_FLOWS: IngesterFlows = { flows: [], switchedOffTenant: null, ingesterFilter: null };
 
 // Below this many entries expired ones are left to be replaced when seen again.
 const MIN_PRUNE_SIZE = 1024;
 
 /**
- * The flows that route, per ingester, with compiled filters, cached for `ttlMs`. A
- * config-change message drops the entries it may affect; a load that raced with one is
- * used once but not kept.
+ * The flows that route, per ingester, with compiled filters (the flows' and the ingester's
+ * own), cached for `ttlMs`. A config-change message drops the entries it may affect (an
+ * `ingester` one, which every ingester write announces, its ingester's entry, filters
+ * included); a load that raced with one is used once but not kept.
  */
 export class FlowCache {
   private readonly entries = new Map<string, Entry>();
@@ -80,7 +93,8 @@ export class FlowCache {
   constructor(
     private readonly pool: Pool,
     private readonly ttlMs: number,
-    private readonly onInvalidFilter: (flowId: string, errors: CompiledFilter['errors']) => void = () => undefined,
+    /** A stored filter that does not compile: a flow's (`id` a flow id) or an ingester's. */
+    private readonly onInvalidFilter: (id: string, errors: CompiledFilter['errors'], kind: 'flow' | 'ingester') => void = () => undefined,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -107,15 +121,18 @@ export class FlowCache {
     const { rows } = await this.pool.query<FlowRow>(LOAD_FLOWS, [missing]);
     const loaded = new Map<string, IngesterFlows>();
     for (const r of rows) {
-      const e = loaded.get(r.ingester_id) ?? { flows: [], switchedOffTenant: null };
+      const e = loaded.get(r.ingester_id) ?? { flows: [], switchedOffTenant: null, ingesterFilter: null };
       loaded.set(r.ingester_id, e);
-      if (r.routes) e.flows.push(this.compile(r));
-      else if (r.switched_off) e.switchedOffTenant ??= r.tenant_id;
+      if (r.routes) {
+        // Every row of the ingester carries the same filters: compiled at its first flow that routes.
+        if (e.flows.length === 0) e.ingesterFilter = this.compileIngesterFilter(r.ingester_id, r.ingester_filters);
+        e.flows.push(this.compile(r));
+      } else if (r.switched_off) e.switchedOffTenant ??= r.tenant_id;
     }
     const keep = generation === this.generation;
     for (const ingesterId of missing) {
       const found = loaded.get(ingesterId);
-      const e: IngesterFlows = !found ? NO_FLOWS : found.flows.length > 0 ? { flows: found.flows, switchedOffTenant: null } : found;
+      const e: IngesterFlows = !found ? NO_FLOWS : found.flows.length > 0 ? { ...found, switchedOffTenant: null } : found;
       out.set(ingesterId, e);
       if (keep) this.entries.set(ingesterId, { ...e, tenantId: tenantOf.get(ingesterId) ?? '', expiresAt: this.now() + this.ttlMs });
     }
@@ -153,9 +170,21 @@ export class FlowCache {
 
   private compile(r: FlowRow): ActiveFlow {
     const filter = compileFilter(r.filter);
-    if (!filter.valid) this.onInvalidFilter(r.id, filter.errors);
-    const f = r.filter;
-    const matchAll = f === null || (typeof f === 'object' && !Array.isArray(f) && Object.keys(f).length === 0);
+    if (!filter.valid) this.onInvalidFilter(r.id, filter.errors, 'flow');
+    const matchAll = isEmptyFilter(r.filter);
     return { id: r.id, tenantId: r.tenant_id, ingesterId: r.ingester_id, destinationId: r.destination_id, destinationActive: r.destination_active, matchAll: matchAll && filter.valid, filter };
   }
+
+  /** null for no filter (NULL or `{}`): nothing to run per event. */
+  private compileIngesterFilter(ingesterId: string, filters: unknown): CompiledFilter | null {
+    if (isEmptyFilter(filters)) return null;
+    const filter = compileFilter(filters, 'filters');
+    if (!filter.valid) this.onInvalidFilter(ingesterId, filter.errors, 'ingester');
+    return filter;
+  }
+}
+
+/** NULL or `{}`: every event matches, and its body need not even be parsed. */
+function isEmptyFilter(f: unknown): boolean {
+  return f === null || f === undefined || (typeof f === 'object' && !Array.isArray(f) && Object.keys(f).length === 0);
 }

@@ -25,7 +25,11 @@ async function main(): Promise<void> {
   if (!(await redisReady(producerRedis, 10_000))) logger.warn('redis not reachable at start; continuing (readiness reports it)');
   const subscriber = redisOf('worker');
 
-  const flows = new FlowCache(pool, config.FLOW_CACHE_TTL_MS, (flowId, errors) => logger.warn('flow has an invalid filter; it matches nothing', { flow_id: flowId, errors }));
+  const flows = new FlowCache(pool, config.FLOW_CACHE_TTL_MS, (id, errors, kind) =>
+    kind === 'ingester'
+      ? logger.warn('ingester has invalid filters; they match nothing, so none of its events is routed', { ingester_id: id, errors })
+      : logger.warn('flow has an invalid filter; it matches nothing', { flow_id: id, errors }),
+  );
   // Changes announced while the subscriber was disconnected were missed: drop the whole cache.
   await onConfigChange(subscriber, config.QUEUE_PREFIX, (change) => flows.invalidate(change), () => flows.clear());
 

@@ -15,6 +15,11 @@ export const FILTER_REASONS = {
   flowNotActive: 'flow_not_active',
   /** Flows that route exist, but the filter of every one of them rejected the event. */
   filterRejected: 'filter_rejected',
+  /**
+   * Flows that route exist, but the ingester's own filter (ingesters.filters) rejected the
+   * event, so none of them was tried.
+   */
+  ingesterFilterRejected: 'ingester_filter_rejected',
 } as const;
 
 export type FilterReason = (typeof FILTER_REASONS)[keyof typeof FILTER_REASONS];

@@ -1,5 +1,5 @@
 import { hotStatement, newId, type Pool } from '@hookline/db';
-import { buildFilterDocument, type FilterDocument } from '@hookline/filters';
+import { buildFilterDocument, type CompiledFilter, type FilterDocument } from '@hookline/filters';
 import type { Logger } from '@hookline/logger';
 import type { Metrics } from '@hookline/observability';
 import { deliverQueueName, type Producer } from '@hookline/queues';
@@ -82,15 +82,17 @@ export const ROUTE = `WITH created AS (
 // meanwhile is named in active_ids, so that its deliveries are enqueued (the enable's own
 // re-enqueue runs after it committed, so it finds them otherwise). A delivery whose
 // destination is DISABLED at this lock is stored `held` (the recovery sweep's index leaves
-// it out; the enable clears it in its transaction, which waits for this lock). Only
-// batches with held deliveries pay for the lock; ROUTE stays as it is.
+// it out; the enable clears it in its transaction, which waits for this lock), with
+// held_since now (the deliverer's janitor moves it to the DLQ once it has been held for
+// HELD_RETENTION_MS, migration 20261125000000_held_expiry). Only batches with held
+// deliveries pay for the lock; ROUTE stays as it is.
 export const ROUTE_HELD = `WITH held AS (
     SELECT t.id, t.state FROM destinations t WHERE t.id = ANY($8::text[]) ORDER BY t.id FOR SHARE
   ), created AS (
-    INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, status, next_attempt_at, created_at, updated_at, held)
-    SELECT u.id, u.tenant_id, u.event_id, u.flow_id, u.destination_id, 'pending', now(), now(), now(),
-           EXISTS (SELECT 1 FROM held h WHERE h.id = u.destination_id AND h.state = 'DISABLED')
+    INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, status, next_attempt_at, created_at, updated_at, held, held_since)
+    SELECT u.id, u.tenant_id, u.event_id, u.flow_id, u.destination_id, 'pending', now(), now(), now(), x.held, CASE WHEN x.held THEN now() END
     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(id, tenant_id, event_id, flow_id, destination_id)
+    CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM held h WHERE h.id = u.destination_id AND h.state = 'DISABLED') AS held) x
     WHERE NOT EXISTS (SELECT 1 FROM held h WHERE h.id = u.destination_id AND h.state NOT IN ('ACTIVE', 'DISABLED'))
     ON CONFLICT (event_id, flow_id) DO NOTHING
     RETURNING id
@@ -105,8 +107,10 @@ const MARK_UNMATCHED = `UPDATE events e SET status_reason = $2, updated_at = now
     AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)`;
 
 /**
- * Routes a batch of events: runs each active flow's filter, inserts one delivery per
- * matching flow and marks the events `filtered`, in one statement, then enqueues
+ * Routes a batch of events: runs the ingester's own filter, if any (an event it rejects goes
+ * to none of the ingester's flows: `ingester_filter_rejected`), then each active flow's
+ * filter, inserts one delivery per matching flow and marks the events `filtered`, in one
+ * statement, then enqueues
  * the new deliveries as one `deliver` job. Safe to repeat: routed events are skipped and
  * the (event, flow) key stops a second delivery. A flow to a DISABLED destination routes
  * too: its deliveries are created pending and held (no job) until the destination is
@@ -121,15 +125,25 @@ export async function routeEvents(deps: RouteDeps, input: RouteInput): Promise<R
 
   const flowsByIngester = await deps.flows.lookup(new Map(events.map((e) => [e.ingester_id, e.tenant_id])));
   const flowsOf = events.map((e) => (flowsByIngester.get(e.ingester_id)?.flows ?? []).filter((f) => f.tenantId === e.tenant_id));
+  // The ingester's own filter gates all of its flows; it runs only when there are flows to gate.
+  const gateOf = events.map((e, i) => (flowsOf[i]!.length > 0 ? (flowsByIngester.get(e.ingester_id)?.ingesterFilter ?? null) : null));
   // Stored requests only for the events that a filter has to look at.
-  const payloads = await loadPayloads(deps.pool, events.filter((_, i) => flowsOf[i]!.some((f) => !f.matchAll)).map((e) => e.id));
+  const payloads = await loadPayloads(deps.pool, events.filter((_, i) => gateOf[i] !== null || flowsOf[i]!.some((f) => !f.matchAll)).map((e) => e.id));
   const deliveries: NewDelivery[] = [];
   const reasons: Array<FilterReason | null> = [];
   for (const [i, event] of events.entries()) {
     const flows = flowsOf[i]!;
-    const matched = matchingFlows(event, payloads.get(event.id), flows);
+    const { matched, gated } = matchingFlows(event, payloads.get(event.id), gateOf[i]!, flows);
     for (const f of matched) deliveries.push({ id: newId('dlv'), tenantId: event.tenant_id, eventId: event.id, flowId: f.id, destinationId: f.destinationId, held: !f.destinationActive });
-    reasons.push(matched.length > 0 ? null : flows.length > 0 ? FILTER_REASONS.filterRejected : reasonWithoutFlows(event, flowsByIngester.get(event.ingester_id)?.switchedOffTenant));
+    reasons.push(
+      matched.length > 0
+        ? null
+        : flows.length === 0
+          ? reasonWithoutFlows(event, flowsByIngester.get(event.ingester_id)?.switchedOffTenant)
+          : gated
+            ? FILTER_REASONS.ingesterFilterRejected
+            : FILTER_REASONS.filterRejected,
+    );
   }
   outcome.unmatched = reasons.filter((r) => r !== null).length;
 
@@ -184,12 +198,15 @@ function reasonWithoutFlows(event: RoutableEvent, switchedOffTenant: string | nu
   return switchedOffTenant === event.tenant_id ? FILTER_REASONS.flowNotActive : FILTER_REASONS.noMatchingFlow;
 }
 
-/** The flows whose filter accepts the event; the body is parsed only if a filter needs it. */
-function matchingFlows(event: RoutableEvent, payload: EventPayload | undefined, flows: ActiveFlow[]): ActiveFlow[] {
+/**
+ * The flows whose filter accepts the event, once the ingester's own filter (`gate`, null:
+ * none) has accepted it; `gated` when that one rejected it (then no flow is tried). The body
+ * is parsed only if a filter needs it, once for all of them.
+ */
+function matchingFlows(event: RoutableEvent, payload: EventPayload | undefined, gate: CompiledFilter | null, flows: ActiveFlow[]): { matched: ActiveFlow[]; gated: boolean } {
   let doc: FilterDocument | undefined;
-  return flows.filter((f) => {
-    if (f.matchAll) return true;
-    doc ??= buildFilterDocument({
+  const docOf = (): FilterDocument =>
+    (doc ??= buildFilterDocument({
       type: event.type,
       ingesterId: event.ingester_id,
       provider: event.provider,
@@ -197,7 +214,7 @@ function matchingFlows(event: RoutableEvent, payload: EventPayload | undefined, 
       query: payload?.query ?? null,
       contentType: payload?.content_type ?? null,
       body: payload?.body ?? null,
-    });
-    return f.filter.matches(doc);
-  });
+    }));
+  if (gate && !gate.matches(docOf())) return { matched: [], gated: true };
+  return { matched: flows.filter((f) => f.matchAll || f.filter.matches(docOf())), gated: false };
 }

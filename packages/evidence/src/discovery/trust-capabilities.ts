@@ -46,7 +46,7 @@ export const TRUST_CAPABILITIES: readonly CapabilityDef[] = [
     id: 'mcp_write_disabled_by_default',
     proof_id: 'TRUST-004',
     name: 'MCP write tools disabled by default',
-    description: 'Write tool groups (retry, replay, configuration) answer 403 write-tool-disabled with tool_group until an API key with write:api-keys enables the group for one MCP key.',
+    description: 'Write tool groups (retry, replay, configuration) answer 403 write-tool-disabled with tool_group until a credential with write:api-keys that also holds the control-API scope of the same power (write:deliveries for retry and replay, write:destinations for configuration) enables the group for one MCP key.',
     implementation: ['services/api/src/mcp/tools/write-tools.ts', 'services/api/src/mcp/mcp-keys.ts'],
     proofs: [{ file: 'test/mcp-write-tools.test.ts', tests: ['write tools answer 403 write-tool-disabled with their tool_group by default', 'an enabled retry group works and is audited'] }],
     otherwise: 'planned',

@@ -1,7 +1,6 @@
 import { Budget, BudgetExceededError } from '../budget';
 import type { PathQuery } from './ast';
 import { evaluateQuery } from './evaluate-jsonpath';
-import { lowerCaseHeaderNames } from './header-names';
 import { parseJsonPath } from './parse-jsonpath';
 
 export interface CompiledJsonPath {
@@ -15,18 +14,19 @@ export interface CompiledJsonPath {
 
 /**
  * Parses once (throws JsonPathSyntaxError with a position), evaluates many times.
- * `filterDocument`: the query runs against a FilterDocument, whose header names are lower case.
+ * `filterDocument`: the query runs against a FilterDocument, whose header names are lower case,
+ * so names selected from its headers object are lowered (see header-names).
  */
 export function compileJsonPath(source: string, opts: { filterDocument?: boolean } = {}): CompiledJsonPath {
-  const parsed = parseJsonPath(source);
-  const ast = opts.filterDocument ? lowerCaseHeaderNames(parsed) : parsed;
+  const ast = parseJsonPath(source);
+  const run = (doc: unknown, budget: Budget): unknown[] => evaluateQuery(ast, doc, doc, budget, { filterDocument: opts.filterDocument });
   return {
     source,
     ast,
-    query: (doc, budget = new Budget()) => evaluateQuery(ast, doc, doc, budget),
+    query: (doc, budget = new Budget()) => run(doc, budget),
     matches(doc, budget = new Budget()) {
       try {
-        return evaluateQuery(ast, doc, doc, budget).length > 0;
+        return run(doc, budget).length > 0;
       } catch (err) {
         if (err instanceof BudgetExceededError || err instanceof RangeError) return false;
         throw err;

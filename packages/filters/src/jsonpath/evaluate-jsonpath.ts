@@ -2,6 +2,7 @@ import { Budget, BudgetExceededError } from '../budget';
 import { compareValues, deepEqual, isObject, member } from '../json-values';
 import { LIMITS } from '../limits';
 import type { FilterExpr, Operand, PathQuery, Selector } from './ast';
+import { headersObject, memberName } from './header-names';
 
 const NOTHING = Symbol('nothing');
 type Value = unknown | typeof NOTHING;
@@ -9,12 +10,21 @@ type Value = unknown | typeof NOTHING;
 interface Context {
   root: unknown;
   budget: Budget;
+  /** The document's headers object, whose member names are looked up in lower case. */
+  headers: object | undefined;
 }
 
-/** Evaluates a parsed query; every produced node costs one budget step. */
-export function evaluateQuery(query: PathQuery, root: unknown, current: unknown, budget: Budget): unknown[] {
-  const ctx: Context = { root, budget };
-  let nodes: unknown[] = [query.root === '$' ? root : current];
+/**
+ * Evaluates a parsed query; every produced node costs one budget step.
+ * `filterDocument`: `root` is a FilterDocument, so header names are matched in lower case (see header-names).
+ */
+export function evaluateQuery(query: PathQuery, root: unknown, current: unknown, budget: Budget, opts: { filterDocument?: boolean } = {}): unknown[] {
+  return run(query, current, { root, budget, headers: opts.filterDocument ? headersObject(root) : undefined });
+}
+
+function run(query: PathQuery, current: unknown, ctx: Context): unknown[] {
+  const budget = ctx.budget;
+  let nodes: unknown[] = [query.root === '$' ? ctx.root : current];
   for (const seg of query.segments) {
     const next: unknown[] = [];
     for (const node of nodes) {
@@ -36,7 +46,7 @@ function select(sel: Selector, node: unknown, ctx: Context, out: unknown[]): voi
   switch (sel.kind) {
     case 'name':
       if (isObject(node)) {
-        const m = member(node, sel.name);
+        const m = member(node, memberName(sel.name, node, ctx.headers));
         if (m.found) push(out, m.value, ctx.budget);
       }
       return;
@@ -107,7 +117,7 @@ function test(expr: FilterExpr, current: unknown, ctx: Context): boolean {
     case 'not':
       return !test(expr.expr, current, ctx);
     case 'exists':
-      return evaluateQuery(expr.query, ctx.root, current, ctx.budget).length > 0;
+      return run(expr.query, current, ctx).length > 0;
     case 'compare':
       return compare(expr.op, operandValue(expr.left, current, ctx), operandValue(expr.right, current, ctx), ctx.budget);
   }
@@ -116,7 +126,7 @@ function test(expr: FilterExpr, current: unknown, ctx: Context): boolean {
 /** A comparison needs one value: a query selecting anything but exactly one node is Nothing. */
 function operandValue(op: Operand, current: unknown, ctx: Context): Value {
   if (op.kind === 'literal') return op.value;
-  const nodes = evaluateQuery(op.query, ctx.root, current, ctx.budget);
+  const nodes = run(op.query, current, ctx);
   return nodes.length === 1 ? nodes[0] : NOTHING;
 }
 

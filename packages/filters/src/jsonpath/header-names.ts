@@ -1,44 +1,27 @@
-import type { FilterExpr, Operand, PathQuery, Segment, Selector } from './ast';
+import { isObject, member } from '../json-values';
 
 /**
  * HTTP header names are case-insensitive and the filter document holds them in lower case
- * (`$.headers['x-github-event']`), so a name selected right under `$.headers` is lowered:
- * `$.headers['X-GitHub-Event']` selects the same header. Filter expressions are rewritten
- * the same way (`$[?($.headers.X-Env == 'prod')]`).
+ * (`$.headers['x-github-event']`). The rule, for queries run against a FilterDocument: a
+ * name selected from the event's headers object (the object at `$.headers`) is lowered
+ * first, however the query reaches that object:
+ *
+ * - `$.headers['X-Env']`, `$['headers'].X-Env`, `$.*['X-Env']`, `$..['X-Env']`;
+ * - `$[?(@.headers['X-Env'] == 'prod')]` (`@` is the event) and `$[?($.headers.X-Env)]`;
+ * - `$.headers[?(@['X-Env'] == 'prod')]` (a filter on an object tests the object itself, so
+ *   `@` is the headers object), at any filter nesting depth.
+ *
+ * The test is the identity of the node a name is selected from, checked when the selector
+ * runs, so a name selected from any other object (body keys, `$.body.headers['X-A']`, query
+ * parameters) is compared exactly as written.
  */
-export function lowerCaseHeaderNames(q: PathQuery): PathQuery {
-  const underHeaders = q.root === '$' && isHeaders(q.segments[0]);
-  return {
-    root: q.root,
-    segments: q.segments.map((seg, i) => ({ descendant: seg.descendant, selectors: seg.selectors.map((sel) => selector(sel, underHeaders && i === 1)) })),
-  };
+export function headersObject(doc: unknown): object | undefined {
+  if (!isObject(doc)) return undefined;
+  const m = member(doc, 'headers');
+  return isObject(m.value) ? m.value : undefined;
 }
 
-function isHeaders(seg: Segment | undefined): boolean {
-  const only = seg && !seg.descendant && seg.selectors.length === 1 ? seg.selectors[0] : undefined;
-  return only?.kind === 'name' && only.name === 'headers';
-}
-
-function selector(sel: Selector, lower: boolean): Selector {
-  if (sel.kind === 'name' && lower) return { kind: 'name', name: sel.name.toLowerCase() };
-  if (sel.kind === 'filter') return { kind: 'filter', expr: expr(sel.expr) };
-  return sel;
-}
-
-function expr(e: FilterExpr): FilterExpr {
-  switch (e.kind) {
-    case 'or':
-    case 'and':
-      return { kind: e.kind, items: e.items.map(expr) };
-    case 'not':
-      return { kind: 'not', expr: expr(e.expr) };
-    case 'exists':
-      return { kind: 'exists', query: lowerCaseHeaderNames(e.query) };
-    case 'compare':
-      return { kind: 'compare', op: e.op, left: operand(e.left), right: operand(e.right) };
-  }
-}
-
-function operand(o: Operand): Operand {
-  return o.kind === 'query' ? { kind: 'query', query: lowerCaseHeaderNames(o.query) } : o;
+/** The member name to look up in `node`: lowered when `node` is the document's headers object. */
+export function memberName(name: string, node: object, headers: object | undefined): string {
+  return node === headers ? name.toLowerCase() : name;
 }

@@ -104,6 +104,7 @@ export class Scanner {
     const num = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/.exec(this.src.slice(this.pos, this.pos + 64));
     if (num) {
       this.pos += num[0].length;
+      // `1e400` reads as Infinity: refused on write by validateFilter (non-finite.ts).
       return { value: Number(num[0]) };
     }
     for (const [word, value] of [['true', true], ['false', false], ['null', null]] as const) {

@@ -154,6 +154,13 @@ describe('match validation', () => {
     ['mixed keys', { body: { $eq: 1, x: 2 } }, { field: 'filter.match.body', message: expect.stringContaining('mixes operators') }],
     ['empty path segment', { 'body..x': 1 }, { field: 'filter.match.body..x', message: 'field path has an empty segment' }],
     ['not an object', ['a'], { field: 'filter.match', message: 'must be an object of field conditions' }],
+    // 1e400 parses to Infinity, which JSON would store as null: {"$gt": null}, {"body.amount": null}.
+    ['$gt non-finite', JSON.parse('{"body.amount":{"$gt":1e400}}'), { field: 'filter.match.body.amount.$gt', message: expect.stringContaining('must be a finite number') }],
+    ['$lte non-finite', { 'body.amount': { $lte: -Infinity } }, { field: 'filter.match.body.amount.$lte', message: expect.stringContaining('must be a finite number') }],
+    ['plain value non-finite', JSON.parse('{"body.amount":1e400}'), { field: 'filter.match.body.amount', message: expect.stringContaining('must be a finite number') }],
+    ['nested value non-finite', JSON.parse('{"body":{"data":{"amount":-1e400}}}'), { field: 'filter.match.body.data.amount', message: expect.stringContaining('must be a finite number') }],
+    ['$in item non-finite', JSON.parse('{"body.amount":{"$in":[1,1e400]}}'), { field: 'filter.match.body.amount.$in', message: expect.stringContaining('must be a finite number') }],
+    ['$neq deep non-finite', { 'body.x': { $not: { $neq: { a: [NaN] } } } }, { field: 'filter.match.body.x.$not.$neq', message: expect.stringContaining('must be a finite number') }],
   ])('%s', (_name, tree, expected) => {
     expect(errorsOf(tree)).toContainEqual(expected);
   });

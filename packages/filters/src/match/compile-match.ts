@@ -10,6 +10,9 @@ export type TreePredicate = Predicate<unknown>;
 
 const NEVER = (): boolean => false;
 
+/** JSON has no Infinity or NaN (`1e400` parses to Infinity and would be stored as null). */
+const NOT_FINITE = 'must be a finite number; this one is out of range (JSON has no Infinity)';
+
 /** Where a tree sits: the document itself, its `headers` object, or anything else. */
 type Scope = 'root' | 'headers' | 'nested';
 
@@ -116,6 +119,7 @@ class MatchCompiler {
       case '$lt':
       case '$lte':
         if (typeof operand !== 'number' && typeof operand !== 'string') return this.error(field, 'must be a number or a string');
+        if (typeof operand === 'number' && !Number.isFinite(operand)) return this.error(field, NOT_FINITE);
         return ops.comparison(op, operand);
       case '$exists':
         if (typeof operand !== 'boolean') return this.error(field, 'must be true or false');
@@ -142,5 +146,6 @@ class MatchCompiler {
     if (Array.isArray(value)) value.forEach((v) => this.literal(v, field, depth + 1));
     else if (isObject(value)) Object.values(value).forEach((v) => this.literal(v, field, depth + 1));
     else if (value === undefined || typeof value === 'function' || typeof value === 'symbol' || typeof value === 'bigint') this.error(field, 'must be a JSON value');
+    else if (typeof value === 'number' && !Number.isFinite(value)) this.error(field, NOT_FINITE);
   }
 }

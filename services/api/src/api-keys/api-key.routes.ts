@@ -1,4 +1,5 @@
 import { AppError } from '@hookline/errors';
+import { keyExpiry } from '../auth/key-expiry';
 import { newId } from '@hookline/db';
 import { API_SCOPES, newApiKey } from '@hookline/signing';
 import { findPage, readPage } from '../http/pagination';
@@ -74,14 +75,20 @@ export const apiKeyRoutes: AuthedRoute[] = [
     path: BASE,
     operationId: 'apiKeys.create',
     body: createBody,
-    doc: { summary: 'Create an API key; the key is in this response only', description: 'A key can only be given scopes its creator holds.', tag: TAG, response: keyView, errors: [422] },
+    doc: {
+      summary: 'Create an API key; the key is in this response only',
+      description:
+        "A key can only be given scopes its creator holds. A key made by an API key that expires cannot outlive it: without expires_at it gets its creator's, and a later expires_at is 422.",
+      tag: TAG,
+      response: keyView,
+      errors: [422],
+    },
     handler: async (ctx) => {
       const b = ctx.body as { name: string; scopes?: string[]; expires_at?: string };
       const scopes = b.scopes ?? API_SCOPES.filter((s) => ctx.principal.scopes.has(s));
       const missing = scopes.find((s) => !ctx.principal.scopes.has(s));
       if (missing) throw new AppError('insufficient-scope', `A key cannot be given ${missing}, which this credential lacks.`, { required_scope: missing });
-      const expiresAt = b.expires_at ? new Date(b.expires_at) : null;
-      if (expiresAt && expiresAt.getTime() <= Date.now()) throw new AppError('unprocessable-entity', 'expires_at must be in the future.', { errors: [{ field: 'expires_at', message: 'must be in the future' }] });
+      const expiresAt = keyExpiry(b.expires_at, ctx.principal.expiresAt ?? null);
       const k = newApiKey();
       const row = await ctx.app.prisma.apiKey.create({ data: { id: newId('key'), tenantId: ctx.tenantId, name: b.name, prefix: k.prefix, keyHash: k.hash, scopes, expiresAt } });
       return created(keyToView(row, k.key));

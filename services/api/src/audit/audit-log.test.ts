@@ -54,3 +54,41 @@ describe('requestHash', () => {
     expect(requestHash('post', '/v1/y', { a: 1, b: { c: [1, 2] } })).not.toBe(a);
   });
 });
+
+describe('redactParams on refused (invalid) bodies', () => {
+  it('redacts every secret-looking key the config rule refuses, at any depth', () => {
+    const keys = ['apikey', 'api-key', 'accessKey', 'passwd', 'pwd', 'authorization', 'auth', 'bearer', 'jwt', 'cookie', 'x-signature', 'client_secret'];
+    const config = Object.fromEntries(keys.map((k) => [k, `LEAK-${k}`]));
+    const out = redactParams({ body: { config: { ...config, deep: { a: { b: { c: { d: { e: { f: { g: { h: { i: { j: { password: 'LEAK-deep' } } } } } } } } } } } } } });
+    expect(JSON.stringify(out)).not.toContain('LEAK');
+    expect((out as any).body.config.apikey).toBe('[redacted]');
+  });
+
+  it('keeps only the names of headers and header rules of any shape, and sizes a body of any type', () => {
+    const out = redactParams({
+      path: { tid: 't' },
+      body: {
+        config: {
+          headers: [{ name: 'Authorization', value: 'Bearer LEAK-1' }, 'Bearer LEAK-2'],
+          required_headers: [{ name: 'X-Token', value: 'LEAK-3' }, 'X-Source', { 'X-Other': 'LEAK-4' }],
+        },
+        body: { card: 'LEAK-5' },
+      },
+    });
+    expect(out).toEqual({
+      path: { tid: 't' },
+      body: {
+        config: {
+          headers: [{ name: 'Authorization', value: '[redacted]' }, '[redacted]'],
+          required_headers: [{ name: 'X-Token', value: '[redacted]' }, 'X-Source', { 'X-Other': '[redacted]' }],
+        },
+        body: '[17 bytes]',
+      },
+    });
+    expect(redactParams({ body: { headers: 'Authorization: Bearer LEAK-6', body: ['LEAK-7'] } })).toEqual({ body: { headers: '[redacted]', body: '[10 bytes]' } });
+  });
+
+  it('masks the credential of a URL with extra slashes before its userinfo', () => {
+    expect(redactParams({ body: { url: 'https:///alice:s3cr3t@hooks.example.com/x' } })).toEqual({ body: { url: 'https://alice:****@hooks.example.com/x' } });
+  });
+});

@@ -24,5 +24,5 @@ export async function authenticateApiKey(app: AppContext, key: string): Promise<
       .query(`UPDATE api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, [row.id])
       .catch((err: Error) => app.logger.warn('could not record api key use', { api_key_id: row.id, err: err.message }));
   }
-  return { kind: 'api_key', id: row.id, tenantId: row.tenantId, plan: row.tenant.plan as PlanName, scopes: new Set(row.scopes) };
+  return { kind: 'api_key', id: row.id, tenantId: row.tenantId, plan: row.tenant.plan as PlanName, scopes: new Set(row.scopes), expiresAt: row.expiresAt };
 }

@@ -1,4 +1,4 @@
-import type { PrismaClient } from '@hookline/db';
+import type { Pool } from '@hookline/db';
 import { AppError } from '@hookline/errors';
 import { hashPassword, verifyPassword } from '@hookline/signing';
 import type { PublicRoute } from '../http/route';
@@ -9,12 +9,19 @@ import { issueSessionToken } from './session-jwt';
 // Compared against when the email is unknown, so timing does not reveal which emails exist.
 let decoyHash: Promise<string> | null = null;
 
+// The email is compared exactly, ignoring case only (trimmed, lower-cased on both sides): a
+// case-insensitive match in Prisma is ILIKE, where `_` and `%` are wildcards (`%%%` logged in
+// as the first user; `john_doe@…` was checked against `johnxdoe@…` of another tenant). Two
+// users whose emails differ only in case are ambiguous: neither logs in.
+export const USER_BY_EMAIL = `SELECT id, tenant_id, password_hash FROM users WHERE lower(email) = $1 LIMIT 2`;
+
 /** The user whose email and password these are, else null (in about the same time either way). */
-async function checkPassword(prisma: PrismaClient, email: string, password: string): Promise<{ id: string; tenantId: string } | null> {
-  const user = await prisma.user.findFirst({ where: { email: { equals: email.trim(), mode: 'insensitive' } } });
+async function checkPassword(pool: Pool, email: string, password: string): Promise<{ id: string; tenantId: string } | null> {
+  const { rows } = await pool.query<{ id: string; tenant_id: string; password_hash: string }>(USER_BY_EMAIL, [email.trim().toLowerCase()]);
+  const user = rows.length === 1 ? rows[0]! : null;
   decoyHash ??= hashPassword('decoy-password');
-  const valid = await verifyPassword(password, user?.passwordHash ?? (await decoyHash));
-  return user && valid ? user : null;
+  const valid = await verifyPassword(password, user?.password_hash ?? (await decoyHash));
+  return user && valid ? { id: user.id, tenantId: user.tenant_id } : null;
 }
 
 const loginBody = {
@@ -36,34 +43,41 @@ const sessionView = {
   },
 };
 
-export const loginRoutes: PublicRoute[] = [
-  {
-    auth: 'none',
-    method: 'post',
-    path: '/auth/login',
-    operationId: 'auth.login',
-    body: loginBody,
-    doc: {
-      summary: 'Log in with email and password; returns a tenant-scoped session JWT',
-      description:
-        "The token carries every API scope of the user's tenant and expires after JWT_EXPIRES_IN (default 1h). Only HS256 is accepted. " +
-        'Failed logins are limited per email (LOGIN_MAX_FAILURES_PER_ACCOUNT, default 10) and per client address (LOGIN_MAX_FAILURES_PER_IP, default 50; IPv6 per /64) over LOGIN_FAILURE_WINDOW_SECONDS (default 900); past either, 429 rate-limit-exceeded with retry_after_seconds and Retry-After, and the password is not checked. A successful login is not counted and clears its email\'s failures.',
-      tag: 'Authentication',
-      status: 200,
-      response: sessionView,
-      errors: [401, 429],
-    },
-    handler: async (ctx) => {
-      const { email, password } = ctx.body as { email: string; password: string };
-      const guard = await guardLogin(ctx.app, ctx.logger, email, ctx.clientAddress);
-      const user = await checkPassword(ctx.app.prisma, email, password).catch(async (err: unknown) => {
-        await guard.abandoned();
-        throw err;
-      });
-      if (!user) throw new AppError('unauthorized', 'The email or password is wrong.');
-      await guard.succeeded();
-      const { token, expiresAt } = issueSessionToken(ctx.app.config.JWT_SECRET, ctx.app.config.JWT_EXPIRES_IN, user.id, user.tenantId);
-      return ok({ token, token_type: 'Bearer', expires_at: expiresAt.toISOString(), tenant_id: user.tenantId, user_id: user.id });
-    },
+const login: PublicRoute = {
+  auth: 'none',
+  method: 'post',
+  path: '/auth/login',
+  operationId: 'auth.login',
+  body: loginBody,
+  doc: {
+    summary: 'Log in with email and password; returns a tenant-scoped session JWT',
+    description:
+      "The token carries every API scope of the user's tenant and expires after JWT_EXPIRES_IN (default 1h). Only HS256 is accepted. " +
+      'Failed logins are limited per email (LOGIN_MAX_FAILURES_PER_ACCOUNT, default 10) and per client address (LOGIN_MAX_FAILURES_PER_IP, default 50; IPv6 per /64) over LOGIN_FAILURE_WINDOW_SECONDS (default 900); past either, 429 rate-limit-exceeded with retry_after_seconds and Retry-After, and the password is not checked. A successful login is not counted and clears its email\'s failures.',
+    tag: 'Authentication',
+    status: 200,
+    response: sessionView,
+    errors: [401, 429],
   },
+  handler: async (ctx) => {
+    const { email, password } = ctx.body as { email: string; password: string };
+    const guard = await guardLogin(ctx.app, ctx.logger, email, ctx.clientAddress);
+    const user = await checkPassword(ctx.app.pool, email, password).catch(async (err: unknown) => {
+      await guard.abandoned();
+      throw err;
+    });
+    if (!user) throw new AppError('unauthorized', 'The email or password is wrong.');
+    await guard.succeeded();
+    const { token, expiresAt } = issueSessionToken(ctx.app.config.JWT_SECRET, ctx.app.config.JWT_EXPIRES_IN, user.id, user.tenantId);
+    return ok({ token, token_type: 'Bearer', expires_at: expiresAt.toISOString(), tenant_id: user.tenantId, user_id: user.id });
+  },
+};
+
+/**
+ * SPEC.md names the route `POST /auth/login` beside a backend base of `{base_url}/v1`: both
+ * are served, one handler (one throttle, one audit of failures).
+ */
+export const loginRoutes: PublicRoute[] = [
+  login,
+  { ...login, path: '/v1/auth/login', operationId: 'auth.loginV1', doc: { ...login.doc, summary: 'Log in with email and password (POST /auth/login under the /v1 base; the same route)' } },
 ];

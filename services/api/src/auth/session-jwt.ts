@@ -7,16 +7,24 @@ import { unauthorized } from './api-key.auth';
 // Pinned: a token signed with anything else (including `none`) is refused.
 const ALGORITHM = 'HS256' as const;
 
+// Clock difference between api replicas (one issues a token, another verifies it).
+const CLOCK_SKEW_SECONDS = 60;
+
 export interface SessionClaims {
   sub: string;
   tid: string;
   typ: 'session';
 }
 
+/** JWT_EXPIRES_IN as jsonwebtoken reads it: digits are seconds, else a timespan ("15m", "1h"). */
+function sessionLifetime(expiresIn: string): number | string {
+  return /^\d+$/.test(expiresIn) ? Number(expiresIn) : expiresIn;
+}
+
 export function issueSessionToken(secret: string, expiresIn: string, userId: string, tenantId: string): { token: string; expiresAt: Date } {
   const claims: SessionClaims = { sub: userId, tid: tenantId, typ: 'session' };
-  const ttl = /^\d+$/.test(expiresIn) ? Number(expiresIn) : (expiresIn as jwt.SignOptions['expiresIn']);
-  const token = jwt.sign(claims, secret, { algorithm: ALGORITHM, expiresIn: ttl });
+  // jwt.sign also writes `iat`, which authenticateSession requires.
+  const token = jwt.sign(claims, secret, { algorithm: ALGORITHM, expiresIn: sessionLifetime(expiresIn) as jwt.SignOptions['expiresIn'] });
   const { exp } = jwt.decode(token) as { exp: number };
   return { token, expiresAt: new Date(exp * 1000) };
 }
@@ -25,12 +33,19 @@ export function looksLikeJwt(token: string): boolean {
   return /^[\w-]+\.[\w-]+\.[\w-]*$/.test(token);
 }
 
-/** Verifies a session JWT and loads its user; the user carries every API scope of its tenant. */
+/**
+ * Verifies a session JWT and loads its user; the user carries every API scope of its tenant.
+ * A token must be one login could have issued: it carries `exp` (jsonwebtoken accepts a token
+ * without one for ever) and `iat`, is not older than the session lifetime (JWT_EXPIRES_IN)
+ * whatever its `exp` says, and was not issued in the future.
+ */
 export async function authenticateSession(app: AppContext, token: string): Promise<Principal> {
   let claims: SessionClaims;
   try {
-    const decoded = jwt.verify(token, app.config.JWT_SECRET, { algorithms: [ALGORITHM] });
+    const decoded = jwt.verify(token, app.config.JWT_SECRET, { algorithms: [ALGORITHM], maxAge: sessionLifetime(app.config.JWT_EXPIRES_IN) });
     if (typeof decoded !== 'object' || decoded['typ'] !== 'session' || typeof decoded.sub !== 'string' || typeof decoded['tid'] !== 'string') throw new Error('bad claims');
+    if (typeof decoded.exp !== 'number' || typeof decoded.iat !== 'number') throw new Error('no exp or iat');
+    if (decoded.iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) throw new Error('issued in the future');
     claims = decoded as SessionClaims;
   } catch {
     throw unauthorized('The session token is invalid or expired.');

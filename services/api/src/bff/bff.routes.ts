@@ -4,6 +4,7 @@ import type { AuthedRoute } from '../http/route';
 import { listOf } from '../http/schemas';
 import { createIngesterReply, listIngesters } from '../ingesters/ingester.routes';
 import { createIngesterBody, ingesterView } from '../ingesters/ingester.schema';
+import { STATE_FILTER_PARAMS } from '../lifecycle/state-filter';
 import { ok } from '../lib/format';
 
 const BASE = '/api/bff/v1/tenants/:tid/clusters/:cid/ingesters';
@@ -24,7 +25,7 @@ export const bffRoutes: AuthedRoute[] = [
     method: 'get',
     path: BASE,
     operationId: 'bff.clusterIngesters.list',
-    doc: { summary: 'Ingesters bound to a cluster (internal, app-facing)', tag: TAG, response: listOf('ingesters', ingesterView), query: ['limit', 'cursor', 'offset', 'state'], errors: [404] },
+    doc: { summary: 'Ingesters bound to a cluster (internal, app-facing)', tag: TAG, response: listOf('ingesters', ingesterView), query: ['limit', 'cursor', 'offset', ...STATE_FILTER_PARAMS], errors: [404] },
     handler: async (ctx) => ok(await listIngesters(ctx, 'ingesters', await clusterOf(ctx))),
   },
   {

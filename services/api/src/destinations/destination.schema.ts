@@ -25,14 +25,14 @@ const destinationConfig = {
     timeout_ms: { type: 'integer', minimum: 100, maximum: 120000 },
     max_attempts: { type: 'integer', minimum: 1, maximum: 50 },
     retry_schedule_ms: { type: 'array', items: { type: 'integer', minimum: 0, maximum: 604800000 }, minItems: 1, maxItems: 50 },
-    retry_on_status: { type: 'array', items: { type: 'integer', minimum: 400, maximum: 499 }, maxItems: 100, description: '4xx statuses to retry (default 408, 429)' },
+    retry_on_status: { type: 'array', items: { type: 'integer', minimum: 400, maximum: 499 }, maxItems: 100, description: '4xx statuses to retry, replacing the default [429] (every other 4xx is permanent); an empty list retries no 4xx. 5xx, 3xx and network errors are always retried; a Retry-After on a retried answer is honoured' },
     rate_limit_per_second: { type: 'integer', minimum: 1, maximum: 1000000 },
     max_concurrency: { type: 'integer', minimum: 1, maximum: 1000 },
     mtls,
   },
   additionalProperties: true,
   description:
-    'Unknown keys are kept and shown as given, so keys that name a credential (secret, password, token, private, credential, api_key, access_key, key) are refused: send credentials as a config.headers entry (write-only) or in the URL userinfo. On PATCH, null removes such a key stored earlier.',
+    'Unknown keys are kept and shown as given, so keys that name a credential, at any depth (by words: secret, password, credential, bearer, jwt, cookie anywhere; …_token, …_signature, …_auth, …_hmac at the end; key and <kind>_key except data keys such as idempotency_key: services/api/README.md, lib/secret-keys.ts) are refused, naming the path: send credentials as a config.headers entry (write-only) or in the URL userinfo. On PATCH, null removes such a key stored earlier.',
 } as const;
 
 const fields = {
@@ -43,7 +43,7 @@ const fields = {
     maxLength: 2000,
     pattern: '^[Hh][Tt][Tt][Pp][Ss]?://',
     description:
-      'http(s) URL. Userinfo (https://user:password@host/…) is sent as HTTP Basic auth and is write-only: views show https://user:****@host/… (https://****@host/… when the user name is the only credential). Sending that masked URL back keeps the stored credential if the origin and user are unchanged and cluster_id does not change; otherwise, or on create, a URL carrying **** is refused. A PATCH changing cluster_id (onto an edge cluster, between clusters, or off one) must send url again with the credential in clear, or without it, when the stored URL carries one.',
+      'http(s) URL. Userinfo (https://user:password@host/…) is sent as HTTP Basic auth and is write-only: views show https://user:****@host/… (https://****@host/… when the user name is the only credential). The values of query parameters named as credentials (the credential-header rule: names with auth, token, key, secret, password, signature, session or credential, e.g. access_token, api_key) are write-only too: views show them as name=**** with the rest of the URL as given. Sending that masked URL back keeps the stored credentials if the origin and user are unchanged (for masked query values: if nothing else in the URL changed) and cluster_id does not change; otherwise, or on create, a URL carrying **** in a credential is refused. A PATCH changing cluster_id (onto an edge cluster, between clusters, or off one) must send url again with the credentials in clear, or without them, when the stored URL carries any.',
   },
   method: { type: 'string', enum: ['POST', 'PUT', 'PATCH'] },
   cluster_id: {
@@ -54,7 +54,12 @@ const fields = {
       "The edge cluster whose agents deliver to this destination (null: Hookline's own deliverer). A PATCH changing it is an origin change for stored credentials: each stored credential header and the URL password must be sent again in clear or removed (400 validation-error naming config.headers.<Name> and url otherwise).",
   },
   config: destinationConfig,
-  signing_secret: { type: 'string', minLength: 16, maxLength: 1024, description: 'Write-only; generated (whsec_…) and returned once when omitted' },
+  signing_secret: {
+    type: 'string',
+    maxLength: 1024,
+    description:
+      'Write-only; generated (whsec_…) and returned once when omitted. A given secret must be a Standard Webhooks secret: whsec_ followed by standard base64 (padded) of 24 to 64 random bytes (the prefix may be left out); 400 validation-error naming signing_secret otherwise, and nothing is written',
+  },
 };
 
 export const createDestinationBody: JsonSchema = {
@@ -96,7 +101,7 @@ export const destinationView: JsonSchema = {
     tenant_id: { type: 'string' },
     cluster_id: { type: ['string', 'null'] },
     name: { type: 'string' },
-    url: { type: 'string', description: 'The credential in the userinfo is masked: https://user:****@host/path' },
+    url: { type: 'string', description: 'Credentials are masked, in the userinfo and in credential query values: https://user:****@host/path?access_token=****' },
     method: { type: 'string' },
     state: { type: 'string', enum: ['DRAFT', 'ACTIVE', 'DISABLED', 'DELETED'] },
     disabled_reason: { type: ['string', 'null'] },

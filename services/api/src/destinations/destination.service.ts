@@ -1,27 +1,23 @@
 import { AppError, type FieldError } from '@hookline/errors';
 import { newId } from '@hookline/db';
-import { newWhsecSecret } from '@hookline/signing';
+import { newWhsecSecret, whsecFieldErrors } from '@hookline/signing';
 import type { AppContext } from '../context';
 import { asObject, iso } from '../lib/format';
 import { announce, duplicateName, lockNames, unresolved } from '../lib/config-writes';
 import type { Destination } from '../lib/models';
-import { REDACTED, redactSecretLookingKeys, SECRET_LOOKING_KEY, secretLookingKeyErrors } from '../ingesters/secret-config-keys';
+import { REDACTED, redactSecretLookingKeys, secretLookingKeyErrors } from '../ingesters/secret-config-keys';
+import { isSecretLookingKey } from '../lib/secret-keys';
+import { isCredentialHeader } from '../lib/secret-keys';
 import type { DestinationBody, DestinationConfigInput } from './destination.schema';
-import { hasMaskedCredentials, hasUserinfo, maskUrlCredentials, restoreUrlCredentials, URL_SECRET_MASK } from './url-credentials';
+import { hasMaskedCredentials, hasUrlCredentials, maskUrlCredentials, normaliseCredentialUrl, restoreUrlCredentials, URL_SECRET_MASK } from './url-credentials';
 
 // Header values that carry credentials are write-only, like the signing secret: views show
 // the placeholder, and a PATCH that sends the placeholder back keeps the stored value, unless
 // it moves the URL to another origin or the destination to another cluster (cluster_id
 // changed: onto an edge cluster, between clusters, or off one). Then each must be sent again
 // or removed, as the URL password must: a write cannot send stored credentials to a server,
-// or to a cluster's agents, of its choosing.
-const SENSITIVE_HEADER = /^(authorization|proxy-authorization|cookie)$|auth|token|secret|key|passw|signature|session|credential/i;
-export { REDACTED };
-
-/** A header whose value is a credential: write-only, and never carried to another URL origin unseen. */
-export function isCredentialHeader(name: string): boolean {
-  return SENSITIVE_HEADER.test(name);
-}
+// or to a cluster's agents, of its choosing. Which headers are credentials: lib/secret-keys.ts.
+export { REDACTED, isCredentialHeader };
 
 function shownHeaders(headers: unknown): Record<string, unknown> {
   return Object.fromEntries(Object.entries(asObject(headers)).map(([name, value]) => [name, isCredentialHeader(name) ? REDACTED : value]));
@@ -37,7 +33,8 @@ export function destinationToView(row: Destination, shownSecret?: string): Recor
     tenant_id: row.tenantId,
     cluster_id: row.clusterId,
     name: row.name,
-    // The userinfo credential (sent as Basic auth) is write-only: https://user:****@host/path.
+    // The userinfo credential (sent as Basic auth) and credential query values are write-only:
+    // https://user:****@host/path?access_token=****.
     url: maskUrlCredentials(row.url),
     method: row.method,
     state: row.state,
@@ -71,7 +68,7 @@ const MOVED_CLUSTER = 'cluster_id moves the destination to another cluster (or o
 type Move = typeof MOVED_ORIGIN | typeof MOVED_CLUSTER;
 const movedCredential = (move: Move) => `is a stored credential header and ${move}: send config.headers with its value again in clear, or without it to remove it`;
 const movedPlaceholder = (move: Move) => `is the redaction placeholder and ${move}: send the value again in clear, or leave the header out to remove it`;
-const movedUrlCredential = (move: Move) => `keeps the stored URL credential (sent as Basic auth) and ${move}: send url again with the credential in clear, or without it to remove it`;
+const movedUrlCredential = (move: Move) => `keeps the stored URL credential (userinfo or credential query value) and ${move}: send url again with the credential in clear, or without it to remove it`;
 
 /** True when the two URLs differ in scheme, host or port (path, query and userinfo aside). */
 function originChanged(incoming: string, stored: string): boolean {
@@ -127,26 +124,28 @@ function checkUrl(url: string | undefined, errors: FieldError[]): void {
 
 const SECRET_KEY_HINT = 'send credentials in a config.headers entry (write-only) or the URL userinfo';
 
-/** Unknown config keys are stored and shown in clear: secret-looking ones are refused (null on PATCH removes one). */
+/** Unknown config keys are stored and shown in clear: secret-looking ones, at any depth, are refused (null on PATCH removes one). */
 function checkConfigKeys(config: DestinationConfigInput | undefined, errors: FieldError[], patch: boolean): void {
-  const given = Object.fromEntries(Object.entries(config ?? {}).filter(([, v]) => !(patch && v === null)));
-  errors.push(...secretLookingKeyErrors(given, SECRET_KEY_HINT));
+  errors.push(...secretLookingKeyErrors(config, SECRET_KEY_HINT, { skip: ['headers', 'mtls'], allowNull: patch }));
 }
 
 /**
- * The URL to store. The masked form a view shows (https://user:****@host/…) sent back keeps
- * the stored credential, as long as it points at the same origin and user; with nothing to
- * keep (on create, or another origin or user) it is refused rather than stored as the
- * password "****".
+ * The URL to store. The masked form a view shows (https://user:****@host/…?api_key=****)
+ * sent back keeps the stored credentials, as long as it points at the same origin and user
+ * (and, for query values, nothing else in the URL changed: restoreUrlCredentials); with
+ * nothing to keep (on create, or another origin, user or URL) it is refused rather than
+ * stored as the credential "****". A URL carrying a credential is stored as parsed (`new URL(url).href`), so
+ * what is stored, shown masked and sent is the same credential.
  */
-function urlToStore(url: string, stored: string | null, errors: FieldError[]): string {
+function urlToStore(given: string, stored: string | null, errors: FieldError[]): string {
+  const url = normaliseCredentialUrl(given);
   if (!hasMaskedCredentials(url)) return url;
   const restored = stored === null ? null : restoreUrlCredentials(url, stored);
   if (restored !== null) return restored;
   const message =
     stored === null
       ? `carries the credential mask (${URL_SECRET_MASK}); send the real credential`
-      : `carries the credential mask (${URL_SECRET_MASK}) but the stored URL has no credential for this origin and user; send the real credential`;
+      : `carries the credential mask (${URL_SECRET_MASK}) but the stored URL has no credential to keep for this origin and user (and, for query values, this same URL); send the real credential`;
   errors.push({ field: 'url', message });
   return url;
 }
@@ -158,24 +157,30 @@ function storeConfig(app: AppContext, input: DestinationConfigInput): Record<str
   return { ...rest, mtls: { cert: mtls.cert, ...(mtls.ca ? { ca: mtls.ca } : {}), key_sealed: app.box.seal(mtls.key) } };
 }
 
-async function assertCluster(app: AppContext, tenantId: string, clusterId: string | null | undefined): Promise<void> {
-  if (clusterId && !(await app.prisma.cluster.count({ where: { id: clusterId, tenantId, state: { not: 'DELETED' } } }))) {
+/** Inside the write's transaction, after lockNames: a cluster DELETE takes the same locks, so it cannot slip between this check and the write. */
+async function assertCluster(db: Pick<AppContext['prisma'], 'cluster'>, tenantId: string, clusterId: string | null | undefined): Promise<void> {
+  if (clusterId && !(await db.cluster.count({ where: { id: clusterId, tenantId, state: { not: 'DELETED' } } }))) {
     throw unresolved([{ field: 'cluster_id', message: 'does not exist' }]);
   }
 }
 
-/** Creates a destination; without a signing secret one is generated and returned once. */
+/**
+ * Creates a destination; without a signing secret one is generated and returned once. A
+ * given secret must be a Standard Webhooks one (`whsec_` + base64 of 24..64 bytes); stored
+ * secrets are not re-checked, so older ones keep signing.
+ */
 export async function createDestination(app: AppContext, tenantId: string, body: DestinationBody & { name: string; url: string }): Promise<{ row: Destination; secret: string }> {
   const errors: FieldError[] = [];
   checkUrl(body.url, errors);
   checkHeaders(body.config, errors, {});
   checkConfigKeys(body.config, errors, false);
+  errors.push(...whsecFieldErrors('signing_secret', body.signing_secret));
   const url = urlToStore(body.url, null, errors);
   if (errors.length) throw AppError.validation(errors);
-  await assertCluster(app, tenantId, body.cluster_id);
   const secret = body.signing_secret ?? newWhsecSecret();
   const row = await app.prisma.$transaction(async (tx) => {
     await lockNames(tx, 'destination', tenantId);
+    await assertCluster(tx, tenantId, body.cluster_id);
     if (await tx.destination.count({ where: { tenantId, name: body.name, state: { not: 'DELETED' } } })) throw duplicateName('destination', body.name);
     return tx.destination.create({
       data: {
@@ -201,18 +206,19 @@ export async function findDestination(app: AppContext, tenantId: string, id: str
   return row;
 }
 
-/** PATCH: merges config keys; a new or rotated secret becomes current, the previous one stays valid. */
+/** PATCH: merges config keys; a new (checked as on create) or rotated secret becomes current, the previous one stays valid. */
 export async function patchDestination(app: AppContext, tenantId: string, id: string, body: DestinationBody): Promise<{ row: Destination; secret?: string }> {
   const errors: FieldError[] = [];
   checkUrl(body.url, errors);
   checkHeaders(body.config, errors);
   checkConfigKeys(body.config, errors, true);
+  errors.push(...whsecFieldErrors('signing_secret', body.signing_secret));
   if (body.signing_secret && body.rotate_signing_secret) errors.push({ field: 'rotate_signing_secret', message: 'cannot be combined with signing_secret' });
   if (errors.length) throw AppError.validation(errors);
-  await assertCluster(app, tenantId, body.cluster_id);
   const secret = body.signing_secret ?? (body.rotate_signing_secret ? newWhsecSecret() : undefined);
   const row = await app.prisma.$transaction(async (tx) => {
     await lockNames(tx, 'destination', tenantId);
+    await assertCluster(tx, tenantId, body.cluster_id);
     const current = await tx.destination.findFirst({ where: { id, tenantId, state: { not: 'DELETED' } } });
     if (!current) throw AppError.notFound('destination');
     if (body.name && (await tx.destination.count({ where: { tenantId, name: body.name, state: { not: 'DELETED' }, id: { not: id } } }))) throw duplicateName('destination', body.name);
@@ -226,7 +232,7 @@ export async function patchDestination(app: AppContext, tenantId: string, id: st
     const url = body.url !== undefined ? urlToStore(body.url, current.url, invalid) : undefined;
     const moved: Move | null =
       body.url !== undefined && originChanged(body.url, current.url) ? MOVED_ORIGIN : clusterChanged(body.cluster_id, current.clusterId) ? MOVED_CLUSTER : null;
-    if (moved === MOVED_CLUSTER && hasUserinfo(current.url) && !invalid.some((e) => e.field === 'url')) {
+    if (moved === MOVED_CLUSTER && hasUrlCredentials(current.url) && !invalid.some((e) => e.field === 'url')) {
       // Kept by leaving url out, or by sending it back with the mask (restored above).
       if (body.url === undefined || hasMaskedCredentials(body.url)) invalid.push({ field: 'url', message: movedUrlCredential(MOVED_CLUSTER) });
     }
@@ -235,7 +241,7 @@ export async function patchDestination(app: AppContext, tenantId: string, id: st
     const config = body.config ? { ...asObject(current.config), ...storeConfig(app, headers ? { ...body.config, headers } : body.config) } : undefined;
     if (config && body.config?.mtls === null) delete config['mtls'];
     // null removes a secret-looking key stored before such keys were refused.
-    if (config) for (const [k, v] of Object.entries(body.config ?? {})) if (v === null && SECRET_LOOKING_KEY.test(k)) delete config[k];
+    if (config) for (const [k, v] of Object.entries(body.config ?? {})) if (v === null && isSecretLookingKey(k)) delete config[k];
     return tx.destination.update({
       where: { id },
       data: {

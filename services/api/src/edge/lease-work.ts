@@ -30,6 +30,7 @@ interface Row extends SendContextColumns {
   destination_id: string;
   attempt_count: number;
   replay_count: number;
+  round_start_attempt: number | null;
   lease_until: Date;
 }
 
@@ -51,7 +52,7 @@ WITH cand AS (
   UPDATE deliveries d
   SET lease_until = now() + $4::float8 * interval '1 millisecond', lease_owner = $5, updated_at = now()
   FROM cand WHERE d.id = cand.id
-  RETURNING d.id, d.tenant_id, d.event_id, d.destination_id, d.attempt_count, d.replay_count, d.lease_until
+  RETURNING d.id, d.tenant_id, d.event_id, d.destination_id, d.attempt_count, d.replay_count, d.round_start_attempt, d.lease_until
 )
 ${sendContextSelect('leased')}
 ORDER BY c.id`;
@@ -184,7 +185,7 @@ async function prepare(deps: EdgeDeps, leased: Prepared[], leaseOwner: string, g
     if (!r.body || !secrets) {
       const result = notSent(!r.body ? 'payload_missing' : 'signing_unavailable', now);
       const attemptNumber = r.attempt_count + 1;
-      refused.push({ deliveryId: r.id, tenantId: r.tenant_id, eventId: r.event_id, attemptNumber, result, decision: decide(settings, deps.policy.backoff, result, attemptNumber, r.replay_count) });
+      refused.push({ deliveryId: r.id, tenantId: r.tenant_id, eventId: r.event_id, attemptNumber, result, decision: decide(settings, deps.policy.backoff, result, attemptNumber, { replayCount: r.replay_count, roundStartAttempt: r.round_start_attempt }) });
       refusedDestinations.push(destinationId);
       continue;
     }
@@ -201,7 +202,7 @@ async function prepare(deps: EdgeDeps, leased: Prepared[], leaseOwner: string, g
       // and every later poll would lease it first and fail the same: the cluster stuck.
       const result: SendResult = { statusCode: null, errorKind: 'connect', error: `invalid destination URL: ${(err as Error).message}`, responseBody: null, responseHeaders: null, startedAt: now, durationMs: 0 };
       const attemptNumber = r.attempt_count + 1;
-      refused.push({ deliveryId: r.id, tenantId: r.tenant_id, eventId: r.event_id, attemptNumber, result, decision: decide(settings, deps.policy.backoff, result, attemptNumber, r.replay_count) });
+      refused.push({ deliveryId: r.id, tenantId: r.tenant_id, eventId: r.event_id, attemptNumber, result, decision: decide(settings, deps.policy.backoff, result, attemptNumber, { replayCount: r.replay_count, roundStartAttempt: r.round_start_attempt }) });
       refusedDestinations.push(destinationId);
       continue;
     }

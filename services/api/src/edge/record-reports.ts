@@ -22,13 +22,17 @@ interface Held {
   event_id: string;
   attempt_count: number;
   replay_count: number;
+  round_start_attempt: number | null;
   method: string;
   config: unknown;
 }
 
 // Kinds an agent may report for a request that got no answer, listed rather than derived
 // from ERROR_KINDS: a kind added there for the service's own verdicts (as
-// `signing_unavailable` was) must not become one an agent can set.
+// `signing_unavailable` was) must not become one an agent can set. An agent's `ssrf_blocked`
+// (a target its EDGE_ALLOWED_TARGETS or link-local rule refused) is recorded as `connect`:
+// it depends on that agent's settings and DNS, not on the URL, so it must neither exhaust
+// the delivery at once (another agent may deliver it) nor escape the destination's circuit.
 const NETWORK_KINDS = new Set<string>(['timeout', 'dns', 'connect', 'tls', 'reset', 'refused'] satisfies ErrorKind[]);
 
 /**
@@ -59,7 +63,7 @@ export function toSendResult(r: AttemptReport, bodyLimit: number): SendResult {
 }
 
 const HELD_SQL = `
-SELECT d.id, d.destination_id, d.tenant_id, d.event_id, d.attempt_count, d.replay_count, t.method, t.config
+SELECT d.id, d.destination_id, d.tenant_id, d.event_id, d.attempt_count, d.replay_count, d.round_start_attempt, t.method, t.config
 FROM deliveries d JOIN destinations t ON t.id = d.destination_id
 WHERE d.id = ANY($1::text[]) AND t.cluster_id = $2 AND d.lease_owner = $3 AND d.status IN (${CLAIMABLE_SQL})`;
 
@@ -90,7 +94,7 @@ export async function recordReports(deps: EdgeDeps, cluster: EdgeCluster, report
         const result = toSendResult(r, deps.config.RESPONSE_BODY_LIMIT);
         const settings = destinationSettings(h.method, h.config, deps.policy.defaults);
         const attemptNumber = h.attempt_count + 1;
-        outcomes.push({ deliveryId: h.id, tenantId: h.tenant_id, eventId: h.event_id, attemptNumber, result, decision: decide(settings, deps.policy.backoff, result, attemptNumber, h.replay_count) });
+        outcomes.push({ deliveryId: h.id, tenantId: h.tenant_id, eventId: h.event_id, attemptNumber, result, decision: decide(settings, deps.policy.backoff, result, attemptNumber, { replayCount: h.replay_count, roundStartAttempt: h.round_start_attempt }) });
       }
       for (const o of await recordOutcomes(deps.pool, owner, outcomes, { via: 'edge', onlyHeld: true })) {
         recorded.set(o.deliveryId, { delivery_id: o.deliveryId, result: 'recorded', attempt: o.attemptNumber, status: o.decision.status });

@@ -2,7 +2,7 @@ import { AppError } from '@hookline/errors';
 import { shownStatus } from '@hookline/delivery';
 import type { Prisma } from '@hookline/db';
 import type { AppContext } from '../context';
-import { findPage, readPage, readTimeRange, stringParam } from '../http/pagination';
+import { findPage, pageWhere, readPage, readTimeRange, stringParam } from '../http/pagination';
 import type { AuthedRoute } from '../http/route';
 import { listBody, listOf } from '../http/schemas';
 import { ok } from '../lib/format';
@@ -10,6 +10,7 @@ import { EVENT_STATUSES, eventToView, eventView } from './event.view';
 
 const TAG = 'Events';
 
+/** Filters of the event lists (events, traces); `event_id` sets `id`, so page with `pageWhere`. */
 export function eventWhere(tenantId: string, query: Record<string, unknown>): Prisma.EventWhereInput {
   const status = stringParam(query, 'status');
   if (status !== undefined && !(EVENT_STATUSES as readonly string[]).includes(status)) throw AppError.validation([{ field: 'status', message: `must be one of: ${EVENT_STATUSES.join(', ')}` }]);
@@ -49,11 +50,11 @@ export const eventRoutes: AuthedRoute[] = [
     method: 'get',
     path: '/v1/tenants/:tid/events',
     operationId: 'events.list',
-    doc: { summary: 'List events (newest first)', tag: TAG, response: listOf('events', eventView), query: ['limit', 'cursor', 'offset', 'status', 'source_id', 'correlation_id', 'since', 'until'] },
+    doc: { summary: 'List events (newest first)', tag: TAG, response: listOf('events', eventView), query: ['limit', 'cursor', 'offset', 'status', 'event_id', 'source_id', 'correlation_id', 'since', 'until'] },
     handler: async (ctx) => {
       const page = readPage(ctx.query);
       const where = eventWhere(ctx.tenantId, ctx.query);
-      const result = await findPage(page, (a) => ctx.app.prisma.event.findMany({ ...a, where: { ...where, ...a.where } }));
+      const result = await findPage(page, (a) => ctx.app.prisma.event.findMany({ ...a, where: pageWhere(where, a) }));
       return ok(listBody('events', result, (r) => eventToView(r)));
     },
   },

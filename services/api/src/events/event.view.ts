@@ -52,7 +52,8 @@ export const eventView: JsonSchema = {
       type: ['string', 'null'],
       description:
         'Why an event is where it is. Routed to no delivery (status filtered): no_matching_flow (no ACTIVE flow of its ingester leads to an ACTIVE or DISABLED destination), ' +
-        'flow_not_active (its ingester\'s flows are all DRAFT or DISABLED: the route is switched off), filter_rejected (every flow\'s filter rejected it). ' +
+        'flow_not_active (its ingester\'s flows are all DRAFT or DISABLED: the route is switched off), filter_rejected (every flow\'s filter rejected it), ' +
+        'ingester_filter_rejected (its ingester\'s own filters rejected it, so none of the ingester\'s flows was tried). ' +
         'A flow to a DISABLED destination still routes: its deliveries are created pending and held until the destination is enabled. ' +
         'Also: replayed (delivered after a replay), payload_purged (the retained payload was removed).',
     },

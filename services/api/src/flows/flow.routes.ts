@@ -4,7 +4,7 @@ import type { AuthedRoute } from '../http/route';
 import { listBody, listOf } from '../http/schemas';
 import { created, ok } from '../lib/format';
 import { lifecycleRoutes } from '../lifecycle/lifecycle.routes';
-import { stateFilter } from '../lifecycle/state-filter';
+import { STATE_FILTER_PARAMS, stateFilter } from '../lifecycle/state-filter';
 import { createFlowBody, flowView, updateFlowBody, type FlowBody } from './flow.schema';
 import { createFlow, findFlow, flowToView, updateFlow } from './flow.service';
 
@@ -33,7 +33,7 @@ export const flowRoutes: AuthedRoute[] = [
     path: BASE,
     operationId: 'flows.list',
     scope: 'read:flows',
-    doc: { summary: 'List delivery flows', tag: TAG, response: listOf('delivery_flows', flowView), query: ['limit', 'cursor', 'offset', 'state', 'source_id', 'destination_id'] },
+    doc: { summary: 'List delivery flows', tag: TAG, response: listOf('delivery_flows', flowView), query: ['limit', 'cursor', 'offset', ...STATE_FILTER_PARAMS, 'source_id', 'destination_id'] },
     handler: async (ctx) => ok(await listFlows(ctx, 'delivery_flows')),
   },
   {

@@ -36,11 +36,13 @@ export interface FlowBody {
 
 export const flowView: JsonSchema = {
   type: 'object',
-  required: ['id', 'tenant_id', 'name', 'ingester_id', 'destination_id', 'filter', 'state', 'created_at', 'updated_at'],
+  required: ['id', 'tenant_id', 'name', 'endpoint', 'target', 'ingester_id', 'destination_id', 'filter', 'state', 'created_at', 'updated_at'],
   properties: {
     id: { type: 'string', pattern: '^flw_' },
     tenant_id: { type: 'string' },
     name: { type: 'string' },
+    endpoint: { type: 'string', description: "The ingester's id (SPEC's name for the reference; the same value as ingester_id)" },
+    target: { type: 'string', description: "The destination's id (SPEC's name for the reference; the same value as destination_id)" },
     ingester_id: { type: 'string' },
     destination_id: { type: 'string' },
     filter: { type: 'object' },

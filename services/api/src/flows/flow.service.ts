@@ -12,6 +12,9 @@ export function flowToView(row: DeliveryFlow): Record<string, unknown> {
     id: row.id,
     tenant_id: row.tenantId,
     name: row.name,
+    // SPEC's names of the two references, as a flow is created with them, and the id-style names.
+    endpoint: row.ingesterId,
+    target: row.destinationId,
     ingester_id: row.ingesterId,
     destination_id: row.destinationId,
     filter: asObject(row.filter),

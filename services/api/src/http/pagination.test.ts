@@ -44,4 +44,13 @@ describe('readTimeRange', () => {
     expect(() => readTimeRange({ until: '1700000000' })).toThrow();
     expect(() => readTimeRange({ since: '0000-01-01T00:00:00Z' })).toThrow();
   });
+
+  it('takes ISO 8601 date-times with an offset (±hh:mm or ±hhmm) or plain dates (midnight UTC), and refuses impossible dates rather than rolling them over', () => {
+    expect(readTimeRange({ since: '2024-01-01T01:00:00+01:00', until: '2023-12-31T19:00:00.5-05:00' })).toEqual({ gte: new Date('2024-01-01T00:00:00Z'), lt: new Date('2024-01-01T00:00:00.500Z') });
+    expect(readTimeRange({ since: '0001-01-01T00:00:00Z' })).toEqual({ gte: new Date('0001-01-01T00:00:00Z') });
+    expect(readTimeRange({ since: '2024-01-01', until: '2024-01-01T05:30:00+0530' })).toEqual({ gte: new Date('2024-01-01T00:00:00Z'), lt: new Date('2024-01-01T00:00:00Z') });
+    for (const v of ['2024-02-30T00:00:00Z', '2023-02-29T00:00:00Z', '2024-02-30', '2024-1-1', '2024-01-01 (x)', '2024-01-01T00:00:00', '2024-01-01T00:00:00+01', '2024-01-01T00:00:60Z', '2024-01-01T00:00:00+01:60', '0001-01-01T00:00:00+01:00']) {
+      expect({ v, thrown: (() => { try { readTimeRange({ since: v }); return false; } catch { return true; } })() }).toEqual({ v, thrown: true });
+    }
+  });
 });

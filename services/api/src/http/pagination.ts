@@ -63,7 +63,8 @@ export interface PageArgs {
 
 /**
  * Runs one page of a newest-first query: `find` gets Prisma arguments (merge `where`
- * into its own filter) and the result carries the continuation.
+ * into its own filter, with `pageWhere` when that filter can name an `id`) and the result
+ * carries the continuation.
  */
 export async function findPage<T extends { id: string }>(page: Page, find: (args: PageArgs) => Promise<T[]>): Promise<PageResult<T>> {
   const args: PageArgs =
@@ -71,6 +72,14 @@ export async function findPage<T extends { id: string }>(page: Page, find: (args
       ? { where: {}, orderBy: { id: 'desc' }, take: page.limit + 1, skip: page.offset }
       : { where: page.beforeId ? { id: { lt: page.beforeId } } : {}, orderBy: { id: 'desc' }, take: page.limit + 1 };
   return pageResult(await find(args), page);
+}
+
+/**
+ * A list's filter AND the page's `id < cursor`. Spreading the page's `where` over a filter
+ * would replace the filter's own `id` (an `event_id` filter), so both are kept with AND.
+ */
+export function pageWhere<W extends object>(where: W, a: PageArgs): W | { AND: [W, PageArgs['where']] } {
+  return a.where.id ? { AND: [where, a.where] } : where;
 }
 
 /** Cuts the extra row fetched to detect a next page and builds the continuation. */
@@ -82,16 +91,45 @@ export function pageResult<T extends { id: string }>(rows: T[], page: Page): Pag
   return { items, next_cursor: more && last ? encodeCursor(last.id) : null };
 }
 
-/** `since`/`until` (ISO 8601) as a created-at range; a bad timestamp is a 400. */
+// ISO 8601 as SPEC.md asks, the unambiguous forms: a date-time with Z or an offset (±hh:mm,
+// or ±hhmm), or a plain date (midnight UTC).
+const ISO_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2}):?(\d{2})))?$/;
+
+/**
+ * An ISO 8601 timestamp: an RFC 3339 date-time (`2024-01-01T00:00:00Z`,
+ * `…T00:00:00.5+02:00`, or the basic offset `+0200`; Z or an offset required, so nothing is
+ * read in the server's local time) or a plain date (`2024-01-01`: midnight UTC), else null.
+ * Impossible dates and times (`2024-02-30`, `24:00`, a leap second) are refused, not rolled
+ * over: the parsed components must come back unchanged. Fractions beyond milliseconds are cut.
+ */
+export function parseTimestamp(v: string): Date | null {
+  const m = ISO_TIMESTAMP.exec(v);
+  if (!m) return null;
+  const [y, mo, d, h, mi, s] = m.slice(1, 7).map((x) => Number(x ?? 0)) as [number, number, number, number, number, number];
+  const at = new Date(0);
+  // setUTCFullYear, not Date.UTC: Date.UTC reads years 0-99 as 1900-1999.
+  at.setUTCFullYear(y, mo - 1, d);
+  at.setUTCHours(h, mi, s, Number((m[7] ?? '0').slice(0, 3).padEnd(3, '0')));
+  const same = at.getUTCFullYear() === y && at.getUTCMonth() === mo - 1 && at.getUTCDate() === d && at.getUTCHours() === h && at.getUTCMinutes() === mi && at.getUTCSeconds() === s;
+  const offsetH = Number(m[9] ?? 0);
+  const offsetM = Number(m[10] ?? 0);
+  if (!same || offsetH > 23 || offsetM > 59) return null;
+  return new Date(at.getTime() - (m[8] === '-' ? -1 : 1) * (offsetH * 60 + offsetM) * 60_000);
+}
+
+/** `since`/`until` (ISO 8601 timestamps, see parseTimestamp) as a created-at range; anything else is a 400 naming the parameter. */
 export function readTimeRange(query: Record<string, unknown>): { gte?: Date; lt?: Date } | undefined {
   const errors: FieldError[] = [];
   const read = (name: string): Date | undefined => {
     const v = query[name];
     if (v === undefined || v === '') return undefined;
-    const d = typeof v === 'string' && /^\d{4}-\d{2}-\d{2}/.test(v) ? new Date(v) : new Date(NaN);
+    const d = typeof v === 'string' ? parseTimestamp(v) : null;
     // PostgreSQL has no year 0 (a 500 otherwise): only years 1-9999 (UTC) are taken.
-    const year = d.getUTCFullYear();
-    if (Number.isNaN(d.getTime()) || year < 1 || year > 9999) errors.push({ field: name, message: 'must be an ISO 8601 timestamp' });
+    const year = d?.getUTCFullYear() ?? 0;
+    if (!d || year < 1 || year > 9999) {
+      errors.push({ field: name, message: 'must be an ISO 8601 date-time with Z or an offset (e.g. 2024-01-01T00:00:00Z) or a date (2024-01-01, midnight UTC)' });
+      return undefined;
+    }
     return d;
   };
   const since = read('since');

@@ -7,7 +7,7 @@ import { actorOf, type AppContext, type Principal, type Reply, type RequestConte
 import { finishIdempotent, requestHash, startIdempotent, validIdempotencyKey } from '../limits/idempotency';
 import { enforceRateLimit } from '../limits/rate-limit';
 import { assertJsonBody } from './json-body';
-import { isWrite, problemReply, type AuthedRoute, type RoutePipeline } from './route';
+import { isWrite, problemReply, replayedBody, type AuthedRoute, type RoutePipeline } from './route';
 import { assertValid } from './validate';
 
 function rateLimit(app: AppContext, principal: Principal, res: Response): Promise<void> {
@@ -55,7 +55,7 @@ async function execute(app: AppContext, route: AuthedRoute, ctx: RequestContext,
   const started = await startIdempotent(app, ctx.tenantId, actor, key, requestHash(route.method, req.path, ctx.body ?? null));
   if (started.kind === 'replay') {
     res.setHeader('Idempotent-Replayed', 'true');
-    return { status: started.status, body: started.body };
+    return { status: started.status, body: replayedBody(started.status, started.body, ctx.requestId) };
   }
   let reply: Reply;
   try {

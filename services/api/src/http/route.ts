@@ -1,6 +1,7 @@
 import type { Request, Response, Router } from 'express';
-import { AppError, toProblem } from '@hookline/errors';
+import { AppError } from '@hookline/errors';
 import type { AppContext, Principal, Reply, RequestContext } from '../context';
+import { apiProblem } from './api-problem';
 import { clientAddress } from './client-address';
 import { assertJsonBody } from './json-body';
 import { assertStorableRequest } from './storable-request';
@@ -8,8 +9,11 @@ import { assertValid, type JsonSchema } from './validate';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
-/** Query parameters documented in OpenAPI (their schemas live in openapi/parameters.ts). */
-export type QueryParam = 'limit' | 'cursor' | 'offset' | 'status' | 'event_id' | 'destination_id' | 'source_id' | 'delivery_id' | 'level' | 'since' | 'until' | 'state' | 'correlation_id' | 'action';
+/**
+ * Query parameters documented in OpenAPI (their schemas live in openapi/components.ts).
+ * `lifecycle_status` is the config lists' `status` (an alias of `state`), documented as `status`.
+ */
+export type QueryParam = 'limit' | 'cursor' | 'offset' | 'status' | 'event_id' | 'destination_id' | 'source_id' | 'delivery_id' | 'level' | 'since' | 'until' | 'state' | 'lifecycle_status' | 'correlation_id' | 'action';
 
 export interface RouteDoc {
   summary: string;
@@ -103,8 +107,18 @@ export function send(res: Response, reply: Reply): void {
 
 /** The problem body an error becomes (what an idempotent replay must return too). */
 export function problemReply(err: unknown, requestId: string): Reply {
-  const { problem, headers } = toProblem(err, requestId);
+  const { problem, headers } = apiProblem(err, requestId);
   return { status: problem.status, body: problem, headers };
+}
+
+/**
+ * The body of an idempotent replay. A stored problem body names the request that produced
+ * it in `instance`; replayed, it names this one (the X-Request-Id of this response, which is
+ * what a caller quotes to support), the rest unchanged. Success bodies are replayed as stored.
+ */
+export function replayedBody(status: number, body: unknown, requestId: string): unknown {
+  if (status < 400 || body === null || typeof body !== 'object' || Array.isArray(body) || !('instance' in body)) return body;
+  return { ...body, instance: requestId };
 }
 
 export function mountRoutes(router: Router, app: AppContext, routes: readonly RouteDef[], pipeline: RoutePipeline): void {

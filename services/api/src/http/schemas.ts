@@ -8,7 +8,7 @@ export function listOf(plural: string, item: JsonSchema): JsonSchema {
     required: [plural, 'next_cursor'],
     properties: {
       [plural]: { type: 'array', items: item },
-      next_cursor: { type: ['string', 'null'], description: 'Opaque; pass back as `cursor` for the next page' },
+      next_cursor: { type: ['string', 'null'], description: 'Opaque; pass back as `cursor` for the next page. null on the last page and in offset mode (as Svix and Stripe end their lists): there is no next page' },
       next_offset: { type: ['integer', 'null'], description: 'Offset mode only' },
     },
   };

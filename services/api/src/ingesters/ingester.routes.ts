@@ -2,7 +2,7 @@ import type { RequestContext } from '../context';
 import { findPage, readPage } from '../http/pagination';
 import type { AuthedRoute } from '../http/route';
 import { listBody, listOf } from '../http/schemas';
-import { stateFilter } from '../lifecycle/state-filter';
+import { STATE_FILTER_PARAMS, stateFilter } from '../lifecycle/state-filter';
 import { created, ok } from '../lib/format';
 import { lifecycleRoutes } from '../lifecycle/lifecycle.routes';
 import { createIngesterBody, ingesterView, updateIngesterBody, type IngesterBody } from './ingester.schema';
@@ -33,7 +33,7 @@ export const ingesterRoutes: AuthedRoute[] = [
     path: BASE,
     operationId: 'ingesters.list',
     scope: 'read:ingesters',
-    doc: { summary: 'List ingesters', tag: TAG, response: listOf('ingesters', ingesterView), query: ['limit', 'cursor', 'offset', 'state'] },
+    doc: { summary: 'List ingesters', tag: TAG, response: listOf('ingesters', ingesterView), query: ['limit', 'cursor', 'offset', ...STATE_FILTER_PARAMS] },
     handler: async (ctx) => ok(await listIngesters(ctx, 'ingesters')),
   },
   {
@@ -46,7 +46,7 @@ export const ingesterRoutes: AuthedRoute[] = [
     doc: {
       summary: 'Create an ingester; the response carries its hook_url',
       description:
-        'state defaults to ACTIVE (events are accepted at once); send "state":"DRAFT" to create it unapplied. Signing secrets are write-only and stored encrypted; required_headers values are write-only too. Every config.ip_allowlist entry must be an IP address or CIDR range (400 naming the entry otherwise); the allowlist needs the Pro plan, and once stored it is enforced whatever the plan.',
+        'state defaults to ACTIVE (events are accepted at once); send "state":"DRAFT" to create it unapplied. Signing secrets are write-only and stored encrypted; required_headers values are write-only too. Every config.ip_allowlist entry must be an IP address or CIDR range (400 naming the entry otherwise), and config.event_type_path a path ingest can evaluate (dotted names and indexes; 400 naming config.event_type_path otherwise); the allowlist needs the Pro plan, and once stored it is enforced whatever the plan. filters (optional) take a delivery flow\'s filter format and checks (400 naming filters.… fields); the router applies them ahead of every flow of the ingester (status_reason ingester_filter_rejected when they reject an event).',
       tag: TAG,
       response: ingesterView,
       errors: [403, 409, 422],
@@ -70,9 +70,9 @@ export const ingesterRoutes: AuthedRoute[] = [
     scope: 'write:ingesters',
     body: updateIngesterBody,
     doc: {
-      summary: 'Replace an ingester (secrets kept unless new ones are sent)',
+      summary: 'Replace an ingester (secrets kept unless new ones are sent or the provider changes)',
       description:
-        'Replaces name, provider and config. "[redacted]" as a required_headers value keeps the stored value. A stored ip_allowlist stays enforced after a plan downgrade: sending it unchanged or removing it needs no plan, changing it needs Pro or above.',
+        'Replaces name, provider and config, checked as on create. A PUT that changes provider (or type) must send config.signing_secret or config.signing_secrets again when secrets are stored (400 validation-error naming config.signing_secret otherwise, nothing written): stored secrets were checked under the previous provider\'s rules. "[redacted]" as a required_headers value keeps the stored value. A stored ip_allowlist stays enforced after a plan downgrade: sending it unchanged or removing it needs no plan, changing it needs Pro or above. filters are checked as on create and replaced when sent; left out they are kept, null removes them.',
       tag: TAG,
       response: ingesterView,
       errors: [403, 404, 409, 422],

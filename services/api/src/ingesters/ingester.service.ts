@@ -1,11 +1,14 @@
 import { AppError, type FieldError } from '@hookline/errors';
-import { newId } from '@hookline/db';
+import { DbNull, newId } from '@hookline/db';
+import { validateFilter } from '@hookline/filters';
 import type { Ingester } from '../lib/models';
 import type { AppContext } from '../context';
 import type { PlanName } from '../config';
 import { asObject, iso } from '../lib/format';
 import { announce, duplicateName, lockNames, requirePlan } from '../lib/config-writes';
 import type { IngesterBody } from './ingester.schema';
+import { whsecFieldErrors } from '@hookline/signing';
+import { eventTypePathErrors } from './event-type-path';
 import { ipAllowlistErrors, sameAllowlist } from './ip-allowlist';
 import { REDACTED, redactSecretLookingKeys, secretLookingKeyErrors } from './secret-config-keys';
 
@@ -40,6 +43,7 @@ export function ingesterToView(app: AppContext, row: Ingester): Record<string, u
     state: row.state,
     hook_url: `${app.config.INGEST_PUBLIC_URL.replace(/\/$/, '')}/in/${row.id}`,
     config: { ...shownConfig(row.config), signing_secret_set: row.secrets.length > 0, secrets_count: row.secrets.length },
+    filters: row.filters ?? null,
     created_at: iso(row.createdAt),
     updated_at: iso(row.updatedAt),
   };
@@ -48,17 +52,37 @@ export function ingesterToView(app: AppContext, row: Ingester): Record<string, u
 /**
  * Splits a body's config into stored settings and secrets; every field is checked before
  * anything is written. `stored` is the current config a PUT replaces ({} on create), whose
- * header-rule values "[redacted]" stands for; undefined skips that check.
+ * header-rule values "[redacted]" stands for; undefined skips that check. `current` is the
+ * stored row's provider and secret count (PUT, once the row is read).
  */
-function prepare(body: IngesterBody, stored: Record<string, unknown> | undefined): { provider: string; config: Record<string, unknown>; secrets: string[] | null } {
+function prepare(
+  body: IngesterBody,
+  stored: Record<string, unknown> | undefined,
+  current?: { provider: string; secretCount: number },
+): { provider: string; config: Record<string, unknown>; secrets: string[] | null } {
   const errors: FieldError[] = [];
   if (!body.provider && !body.type) errors.push({ field: 'provider', message: 'is required' });
   if (body.provider && body.type && body.provider !== body.type) errors.push({ field: 'type', message: 'must equal provider when both are given' });
+  const provider = body.provider ?? body.type;
   const { signing_secret, signing_secrets, ...config } = body.config ?? {};
   if (signing_secret !== undefined && signing_secrets !== undefined) errors.push({ field: 'config.signing_secrets', message: 'cannot be combined with config.signing_secret' });
   // Settings are stored and shown in clear: a secret-looking extra key belongs in signing_secret(s).
-  errors.push(...secretLookingKeyErrors(config, 'use config.signing_secret'));
+  errors.push(...secretLookingKeyErrors(config, 'use config.signing_secret', { skip: ['required_headers'] }));
   errors.push(...ipAllowlistErrors(config.ip_allowlist));
+  errors.push(...eventTypePathErrors(config.event_type_path));
+  // A flow filter's format and checks, field names under `filters` (null: none).
+  errors.push(...validateFilter(body.filters, 'filters'));
+  // Standard Webhooks secrets are base64 keys (whsec_…): a lenient decode of anything else
+  // could give a short or empty HMAC key, which would let anyone sign inbound events.
+  if (provider === 'standard-webhooks') errors.push(...whsecFieldErrors('config.signing_secret', signing_secret), ...whsecFieldErrors('config.signing_secrets', signing_secrets));
+  // Stored secrets were checked, if at all, under the previous provider's rules (a generic
+  // secret may decode to an empty Standard Webhooks key): a provider change takes them again.
+  if (current && provider && provider !== current.provider && current.secretCount > 0 && signing_secret === undefined && signing_secrets === undefined) {
+    errors.push({
+      field: 'config.signing_secret',
+      message: `must be sent again: a provider change (${current.provider} to ${provider}) needs the signing secret again (config.signing_secret, or config.signing_secrets), since the stored one was accepted under the previous provider's rules`,
+    });
+  }
   if (stored && config.required_headers && !Array.isArray(config.required_headers)) {
     config.required_headers = keepRedactedRules(config.required_headers, asObject(stored['required_headers']), errors);
   }
@@ -66,7 +90,7 @@ function prepare(body: IngesterBody, stored: Record<string, unknown> | undefined
   // Stored as the map ingest reads: header → expected value, null = must be present.
   if (Array.isArray(config.required_headers)) config.required_headers = Object.fromEntries(config.required_headers.map((h) => [h.toLowerCase(), null]));
   const secrets = signing_secret !== undefined ? [signing_secret] : (signing_secrets ?? null);
-  return { provider: (body.provider ?? body.type)!, config, secrets };
+  return { provider: provider!, config, secrets };
 }
 
 /**
@@ -96,18 +120,19 @@ function checkPlans(tenant: TenantRef, config: Record<string, unknown>, stored?:
   if (config['dedicated_ip']) requirePlan(tenant.plan, 'business', 'Dedicated receive IPs');
 }
 
-async function assertCluster(app: AppContext, tenantId: string, clusterId: string | null | undefined): Promise<void> {
+/** Inside the write's transaction, after lockNames: a cluster DELETE takes the same locks, so it cannot slip between this check and the write. */
+async function assertCluster(db: Pick<AppContext['prisma'], 'cluster'>, tenantId: string, clusterId: string | null | undefined): Promise<void> {
   if (!clusterId) return;
-  const found = await app.prisma.cluster.count({ where: { id: clusterId, tenantId, state: { not: 'DELETED' } } });
+  const found = await db.cluster.count({ where: { id: clusterId, tenantId, state: { not: 'DELETED' } } });
   if (!found) throw new AppError('unprocessable-entity', 'The cluster does not exist in this tenant.', { errors: [{ field: 'cluster_id', message: 'does not exist' }] });
 }
 
 export async function createIngester(app: AppContext, tenant: TenantRef, body: IngesterBody): Promise<Ingester> {
   const p = prepare(body, {});
   checkPlans(tenant, p.config);
-  await assertCluster(app, tenant.id, body.cluster_id);
   const row = await app.prisma.$transaction(async (tx) => {
     await lockNames(tx, 'ingester', tenant.id);
+    await assertCluster(tx, tenant.id, body.cluster_id);
     if (await tx.ingester.count({ where: { tenantId: tenant.id, name: body.name, state: { not: 'DELETED' } } })) throw duplicateName('ingester', body.name);
     return tx.ingester.create({
       data: {
@@ -117,6 +142,7 @@ export async function createIngester(app: AppContext, tenant: TenantRef, body: I
         name: body.name,
         provider: p.provider,
         config: p.config as object,
+        ...(body.filters ? { filters: body.filters as object } : {}),
         secrets: (p.secrets ?? []).map((s) => app.box.seal(s)),
         state: body.state ?? 'ACTIVE',
       },
@@ -135,12 +161,12 @@ export async function findIngester(app: AppContext, tenantId: string, id: string
 export async function updateIngester(app: AppContext, tenant: TenantRef, id: string, body: IngesterBody): Promise<Ingester> {
   // Checked before any lookup, as on create; the placeholders against the stored row below.
   prepare(body, undefined);
-  await assertCluster(app, tenant.id, body.cluster_id);
   const row = await app.prisma.$transaction(async (tx) => {
     await lockNames(tx, 'ingester', tenant.id);
+    await assertCluster(tx, tenant.id, body.cluster_id);
     const current = await tx.ingester.findFirst({ where: { id, tenantId: tenant.id, state: { not: 'DELETED' } } });
     if (!current) throw AppError.notFound('ingester');
-    const p = prepare(body, asObject(current.config));
+    const p = prepare(body, asObject(current.config), { provider: current.provider, secretCount: current.secrets.length });
     checkPlans(tenant, p.config, asObject(current.config));
     if (await tx.ingester.count({ where: { tenantId: tenant.id, name: body.name, state: { not: 'DELETED' }, id: { not: id } } })) throw duplicateName('ingester', body.name);
     return tx.ingester.update({
@@ -150,6 +176,8 @@ export async function updateIngester(app: AppContext, tenant: TenantRef, id: str
         provider: p.provider,
         config: p.config as object,
         ...(body.cluster_id !== undefined ? { clusterId: body.cluster_id } : {}),
+        // Left out: kept (the router's cache is dropped by the announcement below either way).
+        ...(body.filters !== undefined ? { filters: body.filters === null ? DbNull : (body.filters as object) } : {}),
         ...(p.secrets ? { secrets: p.secrets.map((s) => app.box.seal(s)) } : {}),
       },
     });

@@ -3,7 +3,7 @@ import { findPage, readPage, readTimeRange } from '../http/pagination';
 import { listBody, listOf } from '../http/schemas';
 import { iso, ok } from '../lib/format';
 import type { IngestRejection } from '../lib/models';
-import { AppError } from '@hookline/errors';
+import { findIngester } from './ingester.service';
 
 function rejectionToView(r: IngestRejection): Record<string, unknown> {
   return { id: r.id, ingester_id: r.ingesterId, reason_code: r.reasonCode, detail: r.detail, source_ip: r.sourceIp, created_at: iso(r.createdAt) };
@@ -34,7 +34,8 @@ export const rejectionRoutes: AuthedRoute[] = [
     doc: { summary: 'Refused requests of an ingester, newest first', tag: 'Ingesters (endpoints)', response: listOf('rejections', rejectionView), query: ['limit', 'cursor', 'offset', 'since', 'until'], errors: [404] },
     handler: async (ctx) => {
       const ingesterId = ctx.params['iid']!;
-      if (!(await ctx.app.prisma.ingester.count({ where: { id: ingesterId, tenantId: ctx.tenantId } }))) throw AppError.notFound('ingester');
+      // As its GET: a DELETED ingester is not found.
+      await findIngester(ctx.app, ctx.tenantId, ingesterId);
       const page = readPage(ctx.query);
       const range = readTimeRange(ctx.query);
       const where = { tenantId: ctx.tenantId, ingesterId, ...(range ? { createdAt: range } : {}) };

@@ -18,14 +18,21 @@ interface LifecycleGroup {
   publishAlias?: boolean;
 }
 
+/** A delete's bound on the deliveries it closes itself (DELETE_CLOSE_INLINE_LIMIT, lifecycle.ts). */
+const BEYOND_INLINE_LIMIT =
+  'Beyond DELETE_CLOSE_INLINE_LIMIT of them (10,000 by default) the transaction closes that many, lowest ids first, and the deliverer moves the rest the same way: ' +
+  'its janitor is woken by the delete (or runs within JANITOR_INTERVAL_MS, 60 s, anyway) and closes up to 20,000 per run, a run about every JANITOR_INTERVAL_MS; until then they stay open (shown as pending or failed) but are never sent. ';
+
 /** What each transition does to deliveries, by kind (OpenAPI descriptions). */
 const DELIVERY_EFFECTS: Partial<Record<LifecycleKind, Partial<Record<Transition, string>>>> = {
   destination: {
     disable:
-      'Delivery stops: its pending, failed and replaying deliveries are held (not sent, no attempt used), and ACTIVE flows to it keep creating deliveries for new events, held the same way.',
+      'Delivery stops: its pending, failed and replaying deliveries are held (not sent, no attempt used), and ACTIVE flows to it keep creating deliveries for new events, held the same way. ' +
+      "A delivery held for longer than the deliverer's HELD_RETENTION_MS (7 days by default), counted from when it was held (the disable, or its routing or retry while the destination was DISABLED), is moved to the DLQ with last_error 'held_expired: …'; retried from there, it is held again while the destination is DISABLED, for another HELD_RETENTION_MS.",
     enable: 'Delivery resumes: its held deliveries that are due are handed to the deliverer at once; the rest follow their schedule.',
     delete:
-      "DRAFT or DISABLED → DELETED; disable an ACTIVE destination first. In the same transaction its open deliveries (pending, failed, replaying, including one being sent right now) become exhausted with last_error 'destination_deleted: …', and their events' status is updated (dlq_queued). " +
+      "DRAFT or DISABLED → DELETED; disable an ACTIVE destination first. In the same transaction its open deliveries (pending, failed, replaying, including one being sent right now) become exhausted with last_error 'destination_deleted: …', and their events' status is rolled up (dlq_queued; an event already delivered or acked keeps its status: a re-send of a delivered delivery that ends in the DLQ counts there without moving its event back). " +
+      BEYOND_INLINE_LIMIT +
       'They sit in the DLQ and are purged after the DLQ retention like any exhausted delivery; replaying or retrying them answers 409 destination_not_active. ' +
       'An attempt that was in flight during the delete is still recorded in the attempt history, but does not change the delivery.',
   },
@@ -33,7 +40,8 @@ const DELIVERY_EFFECTS: Partial<Record<LifecycleKind, Partial<Record<Transition,
     disable: 'The route is switched off: new events are not routed through it (status_reason flow_not_active when no flow of the ingester is ACTIVE), and its open deliveries are held.',
     enable: 'Delivery resumes: its held deliveries that are due are handed to the deliverer at once.',
     delete:
-      "DRAFT or DISABLED → DELETED; disable an ACTIVE flow first. In the same transaction its open deliveries (pending, failed, replaying, including one being sent right now) become exhausted with last_error 'flow_deleted: …', and their events' status is updated (dlq_queued). " +
+      "DRAFT or DISABLED → DELETED; disable an ACTIVE flow first. In the same transaction its open deliveries (pending, failed, replaying, including one being sent right now) become exhausted with last_error 'flow_deleted: …', and their events' status is rolled up (dlq_queued; an event already delivered or acked keeps its status: a re-send of a delivered delivery that ends in the DLQ counts there without moving its event back). " +
+      BEYOND_INLINE_LIMIT +
       'They sit in the DLQ and are purged after the DLQ retention like any exhausted delivery; replaying or retrying them answers 409 flow_not_active.',
   },
 };

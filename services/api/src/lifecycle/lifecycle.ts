@@ -13,7 +13,8 @@ export type Transition = 'apply' | 'disable' | 'enable' | 'delete';
  * DISABLED --enable--> ACTIVE; DRAFT or DISABLED --delete--> DELETED (an ACTIVE object
  * is disabled first, so deleting never stops traffic by surprise). Only ACTIVE delivers;
  * a DISABLED destination's deliveries are held (and an ACTIVE flow to it still creates
- * them) until it is enabled (sent) or deleted (DLQ): see open-deliveries.ts. Their
+ * them) until it is enabled (sent), deleted (DLQ) or held longer than the deliverer's
+ * HELD_RETENTION_MS (DLQ): see open-deliveries.ts. Their
  * `deliveries.held` flag is kept by a trigger on destinations.state, whoever changes it.
  */
 export const TRANSITIONS: Record<Transition, { from: readonly LifecycleState[]; to: LifecycleState }> = {
@@ -40,35 +41,51 @@ export async function transition(db: Queryable, kind: LifecycleKind, tenantId: s
   );
   if (moved.rowCount) return;
   const { rows } = await db.query<{ state: LifecycleState }>(`SELECT state FROM ${table} WHERE id = $1 AND tenant_id = $2`, [id, tenantId]);
-  const state = rows[0]?.state;
-  if (!state || state === 'DELETED') throw AppError.notFound(kind);
-  throw new AppError('conflict', `Cannot ${t} a ${kind} in state ${state} (allowed from ${from.join(' or ')}).`, { current_state: state });
+  throw refusal(kind, t, rows[0]?.state);
+}
+
+/** Why `t` cannot move an object in `state` (missing or DELETED: 404; otherwise 409 with its `current_state`). */
+function refusal(kind: LifecycleKind, t: Transition, state: LifecycleState | undefined): AppError {
+  if (!state || state === 'DELETED') return AppError.notFound(kind);
+  const { from } = TRANSITIONS[t];
+  return new AppError('conflict', `Cannot ${t} a ${kind} in state ${state} (allowed from ${from.join(' or ')}).`, { current_state: state });
 }
 
 /**
  * Applying a DRAFT flow is atomic with its references: the flow and any DRAFT ingester or
- * destination it uses become ACTIVE in one transaction; a disabled reference aborts it all.
+ * destination it uses become ACTIVE in one transaction. The flow's own state is judged
+ * first (missing or DELETED: 404; not DRAFT: 409 with its `current_state`); then a
+ * DISABLED or DELETED reference aborts it all (409 naming it in `reference`,
+ * `reference_kind` and `reference_state`; `current_state` stays the flow's).
  */
 async function applyFlow(app: AppContext, tenantId: string, id: string): Promise<string[]> {
   const client = await app.pool.connect();
   try {
     await client.query('BEGIN');
-    const { rows } = await client.query<{ ingester_id: string; destination_id: string; i_state: LifecycleState; d_state: LifecycleState }>(
-      `SELECT f.ingester_id, f.destination_id, i.state AS i_state, d.state AS d_state
+    const { rows } = await client.query<{ f_state: LifecycleState; ingester_id: string; destination_id: string; i_state: LifecycleState; d_state: LifecycleState }>(
+      `SELECT f.state AS f_state, f.ingester_id, f.destination_id, i.state AS i_state, d.state AS d_state
          FROM delivery_flows f JOIN ingesters i ON i.id = f.ingester_id JOIN destinations d ON d.id = f.destination_id
         WHERE f.id = $1 AND f.tenant_id = $2 FOR UPDATE OF f, i, d`,
       [id, tenantId],
     );
     const refs = rows[0];
-    if (refs) {
-      for (const [kind, state] of [['ingester', refs.i_state], ['destination', refs.d_state]] as const) {
-        if (state === 'DISABLED' || state === 'DELETED') throw new AppError('conflict', `The flow's ${kind} is ${state}; enable it before applying the flow.`, { current_state: state });
+    if (!refs || !TRANSITIONS.apply.from.includes(refs.f_state)) throw refusal('flow', 'apply', refs?.f_state);
+    const references = [['ingester', refs.ingester_id, refs.i_state], ['destination', refs.destination_id, refs.d_state]] as const;
+    for (const [kind, refId, state] of references) {
+      if (state === 'DISABLED' || state === 'DELETED') {
+        throw new AppError('conflict', `The flow's ${kind} ${refId} is ${state}; ${state === 'DISABLED' ? 'enable it' : 'point the flow at another one'} before applying the flow.`, {
+          current_state: refs.f_state,
+          reference: refId,
+          reference_kind: kind,
+          reference_state: state,
+        });
       }
     }
     await transition(client, 'flow', tenantId, id, 'apply');
     const touched = [id];
-    if (refs?.i_state === 'DRAFT') touched.push((await transition(client, 'ingester', tenantId, refs.ingester_id, 'apply'), refs.ingester_id));
-    if (refs?.d_state === 'DRAFT') touched.push((await transition(client, 'destination', tenantId, refs.destination_id, 'apply'), refs.destination_id));
+    for (const [kind, refId, state] of references) {
+      if (state === 'DRAFT') touched.push((await transition(client, kind, tenantId, refId, 'apply'), refId));
+    }
     await client.query('COMMIT');
     return touched;
   } catch (err) {
@@ -89,9 +106,13 @@ export async function changeState(app: AppContext, kind: LifecycleKind, tenantId
     return;
   }
   if (t === 'delete' && kind !== 'ingester') {
-    const closed = await deleteWithDeliveries(app, kind, tenantId, id);
-    if (closed > 0) app.logger.info('closed the open deliveries of a deleted object (now in the DLQ)', { [`${kind}_id`]: id, tenant_id: tenantId, deliveries: closed });
-    await announce(app, { kind, id, tenantId });
+    const limit = app.config.DELETE_CLOSE_INLINE_LIMIT;
+    const closed = await deleteWithDeliveries(app, kind, tenantId, id, limit);
+    // At the limit, more may be open: the deliverer's janitor closes them (see open-deliveries.ts).
+    const openDeliveriesLeft = closed >= limit;
+    if (closed > 0) app.logger.info('closed the open deliveries of a deleted object (now in the DLQ)', { [`${kind}_id`]: id, tenant_id: tenantId, deliveries: closed, rest_to_janitor: openDeliveriesLeft });
+    // The announcement also wakes the deliverers' janitor when some were left to it.
+    await announce(app, openDeliveriesLeft ? { kind, id, tenantId, openDeliveriesLeft } : { kind, id, tenantId });
     return;
   }
   if (kind === 'destination' && (t === 'disable' || t === 'enable')) {
@@ -115,14 +136,16 @@ export async function changeState(app: AppContext, kind: LifecycleKind, tenantId
 }
 
 /**
- * Deletes a destination or flow and, in the same transaction, moves its open deliveries
- * to the DLQ (`exhausted`, last_error naming the delete) with their events' status rolled
- * up: nothing is left pending for ever. Returns how many deliveries were closed. A
- * deadlock victim (an outcome being recorded for the same deliveries) is run again.
+ * Deletes a destination or flow and, in the same transaction, moves up to `limit` of its
+ * open deliveries (DELETE_CLOSE_INLINE_LIMIT, lowest ids first) to the DLQ (`exhausted`,
+ * last_error naming the delete) with their events' status rolled up; any beyond are moved
+ * by the deliverer's janitor with the same close (open-deliveries.ts): nothing is left
+ * pending for ever. Returns how many deliveries were closed here. A deadlock victim (an
+ * outcome being recorded for the same deliveries) is run again.
  */
-async function deleteWithDeliveries(app: AppContext, kind: 'destination' | 'flow', tenantId: string, id: string): Promise<number> {
+async function deleteWithDeliveries(app: AppContext, kind: 'destination' | 'flow', tenantId: string, id: string, limit: number): Promise<number> {
   return retryingDeadlocks(() => withTransaction(app.pool, async (client) => {
     await transition(client, kind, tenantId, id, 'delete');
-    return closeOpenDeliveries(client, kind, tenantId, id);
+    return closeOpenDeliveries(client, kind, tenantId, id, limit);
   }));
 }

@@ -14,16 +14,28 @@ import { enqueueDeliveries, poolOf } from '../replay/requeue';
 // - Enabled: the same trigger clears `held` in the enable's transaction, then the deliveries that are
 //   due are handed to the deliverer at once (requeueHeld), instead of waiting for the
 //   recovery sweep's RECOVERY_AFTER_MS.
-// - Deleted: its open deliveries are closed in the delete's transaction (closeOpen):
-//   `exhausted` (the DLQ, purged after DLQ_RETENTION_MS like any other), with a
-//   last_error that says why, and their events' status rolled up as outcomes do. Any
-//   that appear after the delete (a stale router's insert) are closed the same way by
-//   the deliverer's janitor (services/deliverer/src/close-deleted.ts).
+// - Held too long: the deliverer's janitor moves a delivery held for more than
+//   HELD_RETENTION_MS (7 days, counted from held_since: when it was last held, not its
+//   created_at) to the DLQ, last_error held_expired: …
+//   (services/deliverer/src/expire-held.ts); a retry from there follows the usual rules.
+// - Deleted: its open deliveries are closed in the delete's transaction (closeOpen), at
+//   most DELETE_CLOSE_INLINE_LIMIT of them (10,000 by default, lowest ids first; about 1 s
+//   of locks and of the request's wait): `exhausted` (the DLQ, purged after
+//   DLQ_RETENTION_MS like any other), with a last_error that says why, and their events'
+//   status rolled up as outcomes do. The rest, and any that appear after the delete (a
+//   stale router's insert), are closed the same way by the deliverer's janitor
+//   (services/deliverer/src/close-deleted.ts), woken by the delete's announcement when
+//   some were left, then up to 20,000 per JANITOR_INTERVAL_MS. Until then they stay open
+//   but are never sent: the deliverer's claim (claim-deliveries.ts CLAIM_SQL) and
+//   recovery sweep (recover-deliveries.ts SWEEP_SQL), the edge leases (edge/lease-work.ts)
+//   and the edge wait sweep take only deliveries whose destination is ACTIVE and whose
+//   flow is not DISABLED or DELETED (flowActiveSql), and retry and replay refuse a DELETED
+//   destination or flow.
 
 // The close (SQL and roll-up) is defined once in @hookline/delivery (close-open.ts): the
 // deliverer's janitor closes with the same definition the open deliveries of DELETED
-// destinations and flows that appear after the delete (a router routing from a stale
-// flow cache, a replay or retry that raced the delete).
+// destinations and flows that the delete left beyond its limit or that appear after it
+// (a router routing from a stale flow cache, a replay or retry that raced the delete).
 export { closeOpenDeliveries, DELETED_ERROR, type DeliveryOwner };
 
 // The owner's deliveries: a destination's by its open-deliveries index (destination_id,

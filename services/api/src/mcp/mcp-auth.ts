@@ -24,12 +24,13 @@ interface KeyRow {
   tool_groups: string[];
   rate_limit_per_minute: number | null;
   rate_limit_burst: number | null;
+  expires_at: Date | null;
 }
 
 /** One lookup: the key by its sha256, its tenant's plan, whether it is usable, the write groups granted to it, and its own rate limit. */
 async function findKey(deps: McpDeps, key: string): Promise<KeyRow | undefined> {
   const { rows } = await deps.pool.query<KeyRow>(
-    `SELECT k.id, k.tenant_id, t.plan::text AS plan, k.scopes, k.kind, k.rate_limit_per_minute, k.rate_limit_burst,
+    `SELECT k.id, k.tenant_id, t.plan::text AS plan, k.scopes, k.kind, k.rate_limit_per_minute, k.rate_limit_burst, k.expires_at,
             (k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())) AS usable,
             (k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute') AS stale_use,
             COALESCE((SELECT array_agg(g.tool_group) FROM mcp_tool_grants g WHERE g.api_key_id = k.id), '{}') AS tool_groups
@@ -55,7 +56,7 @@ export async function authenticateMcp(deps: McpDeps, headers: IncomingHttpHeader
   if (!row || row.kind !== 'mcp' || !row.usable) throw unauthorized('The MCP API key is invalid, revoked or expired.');
   touch(deps, row);
   const rateLimit = row.rate_limit_per_minute !== null && row.rate_limit_burst !== null ? { perMinute: row.rate_limit_per_minute, burst: row.rate_limit_burst } : null;
-  return { keyId: row.id, tenantId: row.tenant_id, plan: row.plan, scopes: new Set(row.scopes), toolGroups: new Set(row.tool_groups), rateLimit };
+  return { keyId: row.id, tenantId: row.tenant_id, plan: row.plan, scopes: new Set(row.scopes), toolGroups: new Set(row.tool_groups), rateLimit, expiresAt: row.expires_at };
 }
 
 /** The default control-API authentication for key management: `X-API-Key` or Bearer `hk_…`. */
@@ -65,7 +66,7 @@ export async function authenticateApiKeyOnly(deps: McpDeps, headers: IncomingHtt
   if (!key) throw unauthorized('An API key (X-API-Key) or an MCP key with mcp:admin:keys (X-MCP-API-Key) is required.');
   const row = key.startsWith('hk_') ? await findKey(deps, key) : undefined;
   if (!row || row.kind !== 'api' || !row.usable) throw unauthorized('The API key is invalid, revoked or expired.');
-  return { kind: 'api_key', id: row.id, tenantId: row.tenant_id, plan: row.plan, scopes: new Set(row.scopes) };
+  return { kind: 'api_key', id: row.id, tenantId: row.tenant_id, plan: row.plan, scopes: new Set(row.scopes), expiresAt: row.expires_at };
 }
 
 export function requireScope(scopes: ReadonlySet<string>, scope: string): void {

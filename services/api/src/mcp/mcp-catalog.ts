@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { AppError } from '@hookline/errors';
 import { requireScope } from './mcp-auth';
 import { auditMcp } from './mcp-audit';
+import { TOOL_GROUP_NEEDS } from './mcp-grants';
 import type { McpContext } from './mcp-deps';
 import { parseOr400 } from './mcp-http';
 import { evidenceTools } from './tools/evidence-tools';
@@ -25,7 +26,7 @@ export const REST_MIRROR = [
   { method: 'GET', path: '/v1/tenants/{tid}/mcp-keys', scope: 'mcp:admin:keys', description: "the tenant's MCP keys, newest first, paged by limit and cursor (never the keys themselves)" },
   { method: 'POST', path: '/v1/tenants/{tid}/mcp-keys', scope: 'mcp:admin:keys', description: 'creates an MCP key with scopes the calling key holds' },
   { method: 'DELETE', path: '/v1/tenants/{tid}/mcp-keys/{kid}', scope: 'mcp:admin:keys', description: 'revokes an MCP key' },
-  { method: 'DELETE', path: '/v1/tenants/{tid}/mcp-keys/{kid}/tool-groups/{group}', scope: 'mcp:admin:keys', description: 'disables a write tool group for a key (enabling one needs a control-API credential with write:api-keys)' },
+  { method: 'DELETE', path: '/v1/tenants/{tid}/mcp-keys/{kid}/tool-groups/{group}', scope: 'mcp:admin:keys', description: `disables a write tool group for a key (enabling one needs a control-API credential with write:api-keys and the control-API scopes of what the group does: ${Object.entries(TOOL_GROUP_NEEDS).map(([g, needs]) => `${needs.join(' + ')} for ${g}`).join(', ')})` },
 ] as const;
 
 const accessOf = (t: AnyTool): { scope: string | null; tool_group: string | null } =>

@@ -14,6 +14,8 @@ export interface ApiCaller {
   /** The tenant's plan: its rate limit. */
   plan: PlanName;
   scopes: ReadonlySet<string>;
+  /** An API key's own expiry (null: none); absent for a session user. */
+  expiresAt?: Date | null;
 }
 
 /** What the MCP router needs; the api's main.ts (or a test) builds it. */
@@ -71,6 +73,8 @@ export interface McpPrincipal {
   toolGroups: ReadonlySet<string>;
   /** The key's own rate limit, set at creation; null: MCP_KEY_RATE_LIMIT. */
   rateLimit: RateLimit | null;
+  /** The key's own expiry (null: none): the most a key it creates may live. */
+  expiresAt: Date | null;
 }
 
 export interface McpContext {

@@ -12,7 +12,8 @@ export const encodeCursor = (receiptId: string): string => Buffer.from(receiptId
 export const decodeCursor = (cursor: string): string => Buffer.from(cursor, 'base64url').toString('utf8');
 
 /**
- * One page of `evidenceFor` (oldest first); the page after `cursor` when one is given.
+ * One page of `evidenceFor` (in its order: oldest first, newest first for an ingester,
+ * destination or flow); the page after `cursor` when one is given.
  * Null when the id names nothing of this tenant that has evidence (first page).
  */
 export async function evidencePage(pool: Pool, tenantId: string, resourceId: string, page: { limit?: number; cursor?: string }): Promise<EvidencePage | null> {

@@ -3,10 +3,11 @@ import type * as z from 'zod';
 import { AppError } from '@hookline/errors';
 import { authenticateApiKeyOnly, authenticateMcp, requireScope } from './mcp-auth';
 import { auditMcp } from './mcp-audit';
+import { assertMayGrant } from './mcp-grants';
 import type { RateLimit } from '../config';
 import { apiContextOf, type ApiCaller, type McpDeps } from './mcp-deps';
 import { assertJsonBody } from '../http/json-body';
-import { problemReply, send } from '../http/route';
+import { problemReply, replayedBody, send } from '../http/route';
 import { listBody } from '../http/schemas';
 import { finishIdempotent, requestHash, startIdempotent, validIdempotencyKey } from '../limits/idempotency';
 import { param, parseOr400, requestIdOf } from './mcp-http';
@@ -30,7 +31,7 @@ async function identify(deps: McpDeps, req: Request, res: Response): Promise<Key
   if (req.headers['x-mcp-api-key'] !== undefined) {
     const p = await authenticateMcp(deps, req.headers);
     const rateLimit = mcpKeyLimit(deps, p.plan, p.rateLimit).limit;
-    const admin: KeyAdmin = { kind: 'mcp_key', id: p.keyId, tenantId: p.tenantId, plan: p.plan, scopes: p.scopes, viaMcp: true, rateLimit };
+    const admin: KeyAdmin = { kind: 'mcp_key', id: p.keyId, tenantId: p.tenantId, plan: p.plan, scopes: p.scopes, expiresAt: p.expiresAt, viaMcp: true, rateLimit };
     await rateLimitMcp(deps, admin, p, res);
     return admin;
   }
@@ -42,7 +43,9 @@ async function identify(deps: McpDeps, req: Request, res: Response): Promise<Key
 /**
  * Who may manage MCP keys: a control-API credential (`read:api-keys` to list,
  * `write:api-keys` to change), or an MCP key holding `mcp:admin:keys`. Enabling a write
- * group is the one elevation an MCP key can never do, not even for another key.
+ * group is the one elevation an MCP key can never do, not even for another key. What a
+ * control-API credential may give an MCP key (scopes, write groups) is bounded by its own
+ * control-API scopes too (mcp-grants.ts).
  */
 function authorize(admin: KeyAdmin, req: Request, need: 'read' | 'write' | 'elevate'): void {
   if (admin.viaMcp) requireScope(admin.scopes, need === 'elevate' ? 'write:api-keys' : 'mcp:admin:keys');
@@ -81,7 +84,7 @@ async function idempotent(deps: McpDeps, admin: KeyAdmin, req: Request, res: Res
   if (started.kind === 'replay') {
     res.setHeader('Idempotent-Replayed', 'true');
     const id = (started.body as { id?: unknown } | undefined)?.id;
-    return { status: started.status, body: started.body, resourceId: typeof id === 'string' ? id : req.params['kid'] ? param(req, 'kid') : null, params: { idempotent_replay: true } };
+    return { status: started.status, body: replayedBody(started.status, started.body, requestIdOf(res)), resourceId: typeof id === 'string' ? id : req.params['kid'] ? param(req, 'kid') : null, params: { idempotent_replay: true } };
   }
   let out: Outcome;
   try {
@@ -130,10 +133,17 @@ export function mcpKeyRoutes(router: Router, deps: McpDeps, json: RequestHandler
   });
   router.post(BASE, json, write(deps, 'mcp_keys.create', 'write', async (admin, _req, body) => {
     // An MCP administrator hands out only scopes it holds itself, the default scopes included,
-    // and no more rate limit than its own (mcp-key-limit.ts).
-    const beyond = admin.viaMcp ? (body.scopes ?? DEFAULT_MCP_SCOPES).find((s) => !admin.scopes.has(s)) : undefined;
-    if (beyond) throw new AppError('insufficient-scope', `A key cannot be given ${beyond}, which this credential lacks.`, { required_scope: beyond });
-    const key = await createMcpKey(deps, admin.tenantId, admin.plan, body, admin.rateLimit);
+    // and no more rate limit than its own (mcp-key-limit.ts). A control-API credential hands
+    // out only MCP scopes whose control-API scopes it holds (mcp-grants.ts), the default
+    // scopes included too.
+    const scopes = body.scopes ?? DEFAULT_MCP_SCOPES;
+    if (admin.viaMcp) {
+      const beyond = scopes.find((s) => !admin.scopes.has(s));
+      if (beyond) throw new AppError('insufficient-scope', `A key cannot be given ${beyond}, which this credential lacks.`, { required_scope: beyond });
+    } else {
+      for (const scope of scopes) assertMayGrant(admin.scopes, { scope });
+    }
+    const key = await createMcpKey(deps, admin.tenantId, admin.plan, body, admin.rateLimit, admin.expiresAt ?? null);
     return { status: 201, body: key, resourceId: key.id, params: { name: key.name, scopes: key.scopes, expires_at: key.expires_at, rate_limit: body.rate_limit ?? null } };
   }, createKeyBody));
   router.delete(`${BASE}/:kid`, write(deps, 'mcp_keys.revoke', 'write', async (admin, req) => {
@@ -142,6 +152,9 @@ export function mcpKeyRoutes(router: Router, deps: McpDeps, json: RequestHandler
   }));
   router.put(`${BASE}/:kid/tool-groups/:group`, write(deps, 'mcp_keys.enable_tool_group', 'elevate', async (admin, req) => {
     const group = parseGroup(param(req, 'group'));
+    // Only a control-API credential gets here (authorize): it needs the control-API scopes
+    // of what the group's tools do (mcp-grants.ts).
+    assertMayGrant(admin.scopes, { group });
     const key = await setToolGroup(deps, admin.tenantId, param(req, 'kid'), group, true, `${admin.kind}:${admin.id}`);
     return { status: 200, body: key, resourceId: key.id, params: { tool_group: group } };
   }));

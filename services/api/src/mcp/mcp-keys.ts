@@ -1,3 +1,4 @@
+import { keyExpiry } from '../auth/key-expiry';
 import * as z from 'zod';
 import { AppError } from '@hookline/errors';
 import { newId, withTransaction } from '@hookline/db';
@@ -109,10 +110,17 @@ async function getKey(deps: McpDeps, tenantId: string, keyId: string): Promise<K
  * `creatorLimit`: the effective rate limit of the MCP key creating it, which caps the new
  * key's (mcp-key-limit.ts); null for a control-API credential (capped at the plan).
  */
-export async function createMcpKey(deps: McpDeps, tenantId: string, plan: PlanName, body: z.infer<typeof createKeyBody>, creatorLimit: RateLimit | null = null): Promise<McpKeyView> {
+export async function createMcpKey(
+  deps: McpDeps,
+  tenantId: string,
+  plan: PlanName,
+  body: z.infer<typeof createKeyBody>,
+  creatorLimit: RateLimit | null = null,
+  creatorExpiry: Date | null = null,
+): Promise<McpKeyView> {
   const own = newKeyLimit(deps, plan, body.rate_limit, creatorLimit);
-  const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
-  if (expiresAt && expiresAt.getTime() <= Date.now()) throw new AppError('unprocessable-entity', 'expires_at must be in the future.', { errors: [{ field: 'expires_at', message: 'must be in the future' }] });
+  // Never outliving an expiring creator (an API key or MCP key): auth/key-expiry.ts.
+  const expiresAt = keyExpiry(body.expires_at, creatorExpiry);
   const k = newApiKey('mcp');
   const id = newId('key');
   await deps.pool.query(

@@ -44,7 +44,9 @@ const BY_PREFIX: Record<string, { table: string; sources: string[] }> = {
  * every list: SPEC.md, Limits).
  */
 export async function logsFor(deps: McpDeps, tenantId: string, resourceId: string, opts: { level?: string; limit?: number } = {}): Promise<{ resource_id: string; entries: LogEntry[] }> {
-  const known = BY_PREFIX[resourceId.split('_')[0] ?? ''];
+  const prefix = resourceId.split('_')[0] ?? '';
+  // Own keys only: `constructor_x` must not find Object.prototype.constructor.
+  const known = Object.hasOwn(BY_PREFIX, prefix) ? BY_PREFIX[prefix] : undefined;
   if (known) {
     const { rows } = await deps.pool.query(`SELECT 1 FROM ${known.table} WHERE id = $1 AND tenant_id = $2`, [resourceId, tenantId]);
     if (!rows.length) throw AppError.notFound('resource');

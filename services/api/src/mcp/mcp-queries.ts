@@ -11,20 +11,29 @@ export function isoRow<T extends Row>(row: T): T {
   return Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v])) as T;
 }
 
-async function check(p: Promise<unknown>): Promise<{ ok: boolean; error?: string }> {
-  return p.then(() => ({ ok: true }), (e: Error) => ({ ok: false, error: e.message }));
+/** A dependency check's result, or null when it failed; why goes to the log, never into the answer (it may name internals). */
+async function attempt<T>(deps: McpDeps, name: string, p: Promise<T>): Promise<T | null> {
+  return p.catch((e: Error) => {
+    deps.logger.warn('MCP health check failed', { check: name, error: e.message });
+    return null;
+  });
+}
+
+async function check(deps: McpDeps, name: string, p: Promise<unknown>): Promise<{ ok: boolean }> {
+  return { ok: (await attempt(deps, name, p.then(() => true))) !== null };
 }
 
 /** Service health with build metadata. */
 export async function health(deps: McpDeps): Promise<Row> {
-  const [database, redis] = await Promise.all([check(deps.pool.query('SELECT 1')), check(deps.redis.ping())]);
+  const [database, redis] = await Promise.all([check(deps, 'database', deps.pool.query('SELECT 1')), check(deps, 'redis', deps.redis.ping())]);
   return { status: database.ok && redis.ok ? 'ok' : 'degraded', service: 'hookline-api', version: deps.build.version, commit: deps.build.commit, time: new Date().toISOString(), checks: { database, redis } };
 }
 
 /** Readiness across domains: storage, queues, and this tenant's evidence pipeline. */
 export async function readiness(deps: McpDeps, tenantId: string): Promise<Row> {
-  const [database, redis] = await Promise.all([check(deps.pool.query('SELECT 1')), check(deps.redis.ping())]);
-  const queues = redis.ok ? await queueDepths(deps.producer).then((depths) => ({ ok: true, depths }), (e: Error) => ({ ok: false, error: e.message })) : { ok: false, error: 'redis unavailable' };
+  const [database, redis] = await Promise.all([check(deps, 'database', deps.pool.query('SELECT 1')), check(deps, 'redis', deps.redis.ping())]);
+  const depths = redis.ok ? await attempt(deps, 'queues', queueDepths(deps.producer)) : null;
+  const queues = depths ? { ok: true, depths } : { ok: false };
   const evidence = database.ok
     ? await deps.pool
         .query<{ unsealed: string; latest_root_at: Date | null }>(
@@ -33,7 +42,7 @@ export async function readiness(deps: McpDeps, tenantId: string): Promise<Row> {
           [tenantId],
         )
         .then((r) => ({ ok: true, unsealed_receipts: Number(r.rows[0]?.unsealed ?? 0), latest_root_at: r.rows[0]?.latest_root_at?.toISOString() ?? null }))
-    : { ok: false, error: 'database unavailable' };
+    : { ok: false };
   const domains = { database, redis, queues, evidence };
   return { status: Object.values(domains).every((d) => d.ok) ? 'ready' : 'degraded', domains };
 }
@@ -85,7 +94,7 @@ export async function listDeliveries(deps: McpDeps, tenantId: string, f: Deliver
  * status `online` while connected, else `stale` (seen before) or `never_seen`.
  */
 export async function planes(deps: McpDeps, tenantId: string): Promise<Row> {
-  const [database, redis] = await Promise.all([check(deps.pool.query('SELECT 1')), check(deps.redis.ping())]);
+  const [database, redis] = await Promise.all([check(deps, 'database', deps.pool.query('SELECT 1')), check(deps, 'redis', deps.redis.ping())]);
   const { rows } = await deps.pool.query<Row & { id: string; last_seen_at: Date | null }>(
     `SELECT id, name, state::text AS state, last_seen_at, agent_version, created_at FROM clusters WHERE tenant_id = $1 AND state <> 'DELETED' ORDER BY id DESC LIMIT 100`,
     [tenantId],

@@ -1,7 +1,8 @@
 import * as z from 'zod';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool, type ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
-import { AppError, toProblem, type ProblemDetails } from '@hookline/errors';
+import { AppError, type ProblemDetails } from '@hookline/errors';
+import { apiProblem, asServiceError } from '../http/api-problem';
 import { findTool, MCP_TOOLS, runTool } from './mcp-catalog';
 import type { McpContext } from './mcp-deps';
 import type { AnyTool } from './tools/tool-def';
@@ -16,8 +17,9 @@ export function problemResult(problem: ProblemDetails): CallToolResult {
  * problem details the REST mirror answers.
  */
 export function toolError(ctx: McpContext, tool: string, err: unknown): CallToolResult {
-  if (!(err instanceof AppError)) ctx.deps.logger.error('mcp tool failed', { tool, request_id: ctx.requestId, err: err instanceof Error ? err.message : String(err) });
-  return problemResult(toProblem(err, ctx.requestId).problem);
+  const mapped = asServiceError(err);
+  if (!(mapped instanceof AppError)) ctx.deps.logger.error('mcp tool failed', { tool, request_id: ctx.requestId, err: err instanceof Error ? err.message : String(err) });
+  return problemResult(apiProblem(mapped, ctx.requestId).problem);
 }
 
 const READ_ONLY: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };

@@ -4,7 +4,9 @@ import { listOf } from '../http/schemas';
 import type { ExtraPaths } from '../openapi/build-openapi';
 import { ERROR_DESCRIPTIONS, IDEMPOTENCY_KEY_PARAMETER, QUERY_PARAMETERS } from '../openapi/components';
 import { jsonSchemaOf } from '../openapi/evidence-schemas';
+import { MCP_SCOPE_NEEDS, TOOL_GROUP_NEEDS } from './mcp-grants';
 import { createKeyBody } from './mcp-keys';
+import { EVIDENCE_DESCRIPTION } from './tools/evidence-tools';
 import { bundleSchema, deliverySchema, healthSchema, logEntrySchema, planeSchema } from './tools/output-schemas';
 
 type Doc = Record<string, unknown>;
@@ -54,8 +56,8 @@ const RATE =
   "Rate-limited per tenant as the control API (its plan's RATE_LIMITS bucket, shared with the control API) and per MCP key (the key's own bucket: its rate_limit, else MCP_KEY_RATE_LIMIT, never above the plan's): a token from each, all or none, so a refusal by one spends nothing of the other; 429 rate-limit-exceeded with retry_after_seconds and Retry-After when either is empty. X-RateLimit-Limit and X-RateLimit-Remaining describe the bucket that binds (the one that refused, else the one with the fewest tokens left), named by X-RateLimit-Scope: tenant or mcp_key.";
 
 /** A REST mirror read (SPEC.md, MCP evidence endpoints): MCP key, one scope, the key's and the tenant's rate limits. */
-const mirror = (operationId: string, summary: string, scope: string, response: Doc, params: string[] = [], extra: Doc[] = []): Doc => ({
-  get: op({ operationId, summary, description: RATE, security: MCP_KEY, scope, params: [...pathParams(...params), ...extra], responses: { 200: json(response), ...errors(...(extra.length ? [400] : []), 401, 403, ...(params.length ? [404] : []), 429) } }),
+const mirror = (operationId: string, summary: string, scope: string, response: Doc, params: string[] = [], extra: Doc[] = [], description?: string): Doc => ({
+  get: op({ operationId, summary, description: description ? `${description} ${RATE}` : RATE, security: MCP_KEY, scope, params: [...pathParams(...params), ...extra], responses: { 200: json(response), ...errors(...(extra.length ? [400] : []), 401, 403, ...(params.length ? [404] : []), 429) } }),
 });
 const limitParam = { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } };
 
@@ -93,8 +95,13 @@ const pageParams = (['limit', 'cursor', 'offset'] as const).map((q) => ({ name: 
 /** As on every control-API write (build-openapi.ts); kept in the same store. */
 const idempotencyKeyParam = IDEMPOTENCY_KEY_PARAMETER;
 
+/** mcp-grants.ts as text: each MCP scope and write group with the control-API scopes it needs. */
+const GRANT_NEEDS = [
+  ...Object.entries(MCP_SCOPE_NEEDS).map(([scope, needs]) => `${scope}: ${needs.length ? needs.join(' + ') : 'nothing more'}`),
+  ...Object.entries(TOOL_GROUP_NEEDS).map(([group, needs]) => `${group} group: ${needs.join(' + ')}`),
+].join('; ');
 const KEY_ACCESS =
-  "A control-API credential (read:api-keys to list, write:api-keys to change) or an MCP key with mcp:admin:keys; enabling a write group needs write:api-keys. Writes are audited. Rate-limited per tenant as the control API (the caller's tenant and plan) and, when called with an MCP key, by that key's own bucket too (see the MCP endpoint).";
+  "A control-API credential (read:api-keys to list, write:api-keys to change) or an MCP key with mcp:admin:keys; enabling a write group needs write:api-keys. What a key is given is bounded by the giver: an MCP key hands out only MCP scopes it holds and never enables a write group; a control-API credential (an API key, or a session, which holds every scope) gives an MCP scope or enables a write group only when it holds the control-API scopes that do the same over REST (" + GRANT_NEEDS + "), else 403 insufficient-scope (required_scope, missing_scopes) and nothing changes. Writes are audited. Rate-limited per tenant as the control API (the caller's tenant and plan) and, when called with an MCP key, by that key's own bucket too (see the MCP endpoint).";
 /**
  * A key-management write. Like every control-API write it takes Idempotency-Key (400 when
  * malformed, 409 idempotency-conflict when reused with another request). `notes`: a
@@ -131,17 +138,17 @@ export const mcpPaths: ExtraPaths = {
       operationId: 'mcp.endpoint',
       summary: 'MCP Streamable HTTP endpoint (stateless, JSON responses)',
       description:
-        'JSON-RPC 2.0 messages of the Model Context Protocol (initialize, tools/list, tools/call, …). Send Accept: application/json, text/event-stream. Each tool needs its MCP scope; write tool groups answer a tool error write-tool-disabled (tool_group) until enabled for the key; access is checked before arguments. Transport errors (bad Accept or content type, malformed JSON-RPC) answer a JSON-RPC error body, as MCP requires. Each request takes one token, a batch one per tools/call, admitted whole or not at all (a batch with more tool calls than a burst never is). ' + RATE,
+        'JSON-RPC 2.0 messages of the Model Context Protocol (initialize, tools/list, tools/call, …). Send Accept: application/json, text/event-stream. Each tool needs its MCP scope; write tool groups answer a tool error write-tool-disabled (tool_group) until enabled for the key; access is checked before arguments. Transport errors (bad Accept or content type, malformed JSON or JSON-RPC, an unsupported MCP-Protocol-Version) answer problem details with the request id in instance, as every error (MCP lets the body of such an HTTP error be anything; a JSON-RPC error in a 200 answer stays one). Each request takes one token, a batch one per tools/call, admitted whole or not at all (a batch with more tool calls than a burst never is). ' + RATE,
       security: MCP_KEY,
       body: { oneOf: [jsonRpc, { type: 'array', items: jsonRpc }] },
       responses: {
         200: json({ oneOf: [jsonRpc, { type: 'array', items: jsonRpc }] }, 'JSON-RPC response (an array of them for a batch)'),
         202: { description: 'Notification accepted (no body)' },
-        400: { description: 'Invalid JSON (problem details) or invalid JSON-RPC (JSON-RPC error)', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } }, 'application/json': { schema: jsonRpc } } },
+        400: problem(400, 'validation-error (errors: [{field, message}]): the body is not JSON, not a JSON-RPC message (or batch of them, at most 100), or MCP-Protocol-Version names an unsupported version'),
         401: problem(401),
-        406: json(jsonRpc, 'Accept lacks application/json and text/event-stream (JSON-RPC error)'),
+        406: problem(406, 'not-acceptable: Accept lacks application/json or text/event-stream'),
         413: problem(413),
-        415: json(jsonRpc, 'Content-Type is not application/json (JSON-RPC error)'),
+        415: problem(415, 'unsupported-media-type: Content-Type is not application/json'),
         429: json(
           { oneOf: [jsonRpc, { type: 'array', items: jsonRpc }] },
           "rate-limit-exceeded (Retry-After header). The body answers each request in JSON-RPC: a tools/call with a failed tool result carrying the problem details (retry_after_seconds) in _meta['hookline/problem'], any other request with a JSON-RPC error carrying them in data['hookline/problem']",
@@ -160,11 +167,12 @@ export const mcpPaths: ExtraPaths = {
   }),
   '/v1/mcp/evidence/{id}': mirror(
     'mcp.evidence',
-    'Evidence bundles (receipt, inclusion proof, root) of a receipt, attempt, delivery, event or Merkle root id',
+    'Evidence bundles (receipt, inclusion proof, root) of a receipt, attempt, delivery, event or Merkle root id, or of the deliveries of an ingester, destination or flow',
     'mcp:read:evidence',
     jsonSchemaOf(z.object({ resource_id: z.string(), receipts: z.array(bundleSchema), next_cursor: z.string().nullable(), has_more: z.boolean() })),
     ['id'],
     [limitParam, { name: 'cursor', in: 'query', required: false, description: 'next_cursor of the previous page', schema: { type: 'string' } }],
+    `As the MCP tool get_evidence. ${EVIDENCE_DESCRIPTION} A limit out of range, or a cursor this list did not issue, is a 400 validation-error.`,
   ),
   '/v1/mcp/deliveries/{id}/status': mirror('mcp.deliveryStatus', 'Delivery status and outcome', 'mcp:read:deliveries', jsonSchemaOf(deliverySchema.extend({ outcome: z.string() })), ['id']),
   '/v1/mcp/planes': mirror('mcp.planes', 'Operational planes (control, delivery, edge clusters) and their status', 'mcp:read:planes', jsonSchemaOf(z.object({ planes: z.array(planeSchema) }))),

@@ -6,7 +6,7 @@ import { authenticateMcp, requireScope } from './mcp-auth';
 import { endpointsReply, findTool, runTool } from './mcp-catalog';
 import type { McpContext, McpDeps } from './mcp-deps';
 import { assertJsonBody } from '../http/json-body';
-import { ensureRequestId, mcpErrorHandler, param, parseOr400, requestIdOf } from './mcp-http';
+import { ensureRequestId, mcpErrorHandler, param, parseOr400, requestIdOf, transportErrorsAsProblems } from './mcp-http';
 import { mcpKeyRoutes } from './mcp-keys.routes';
 import { logsFor } from './mcp-logs';
 import { deliveryStatus, health, planes } from './mcp-queries';
@@ -22,7 +22,8 @@ const evidenceQuery = z.object({ limit: pageLimit, cursor: evidenceCursor });
  * The MCP surface: the Streamable HTTP endpoint `POST /v1/mcp` (stateless, one server per
  * request, JSON responses), the REST mirror under `/v1/mcp/…`, `POST /v1/mcp/tools/{name}`,
  * and MCP key management under `/v1/tenants/{tid}/mcp-keys`. Mount it before the app's
- * 404 handler; it answers its own errors as problem details. Every route is rate-limited per
+ * 404 handler; it answers its own errors as problem details, the MCP transport's refusals
+ * (406 Accept, 415 Content-Type, 400 malformed JSON-RPC, …) included. Every route is rate-limited per
  * tenant as the control API is and, when called with an MCP key, per key too
  * (mcp-rate-limit.ts), right after authentication.
  */
@@ -65,7 +66,14 @@ export function createMcpRouter(deps: McpDeps): Router {
       void server.close();
     });
     await server.connect(transport);
-    await transport.handleRequest(req, res, req.body);
+    // The transport's own refusals (Accept, Content-Type, malformed JSON-RPC, …) as problem
+    // details with the request id, as every other error here (mcp-http.ts).
+    const restore = transportErrorsAsProblems(res);
+    try {
+      await transport.handleRequest(req, res, req.body);
+    } finally {
+      restore();
+    }
   });
   // Stateless: no server-initiated stream (GET) and no session to end (DELETE). In the api
   // the app's 405 (and OPTIONS) answers first; this keeps the router whole on its own, with

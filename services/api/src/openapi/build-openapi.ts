@@ -10,7 +10,8 @@ export function toOpenApiPath(expressPath: string): string {
 
 function errorStatuses(route: RouteDef): number[] {
   // 400 on every route: besides bodies and queries, a NUL or a malformed %-escape in the path is refused.
-  const s = new Set<number>([400, 500, ...(route.doc.errors ?? [])]);
+  // 500 and 503 (the database unreachable: api-problem.ts) on every route too.
+  const s = new Set<number>([400, 500, 503, ...(route.doc.errors ?? [])]);
   if (route.body) [413, 415].forEach((x) => s.add(x));
   if (route.auth !== 'none') [401, 429].forEach((x) => s.add(x));
   if (route.auth !== 'none' && route.scope) s.add(403);
@@ -21,7 +22,10 @@ function errorStatuses(route: RouteDef): number[] {
 
 function operation(route: RouteDef): Doc {
   const params: Doc[] = [...route.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
-  for (const q of route.doc.query ?? []) params.push({ name: q, in: 'query', required: false, ...QUERY_PARAMETERS[q] });
+  for (const q of route.doc.query ?? []) {
+    const { name = q, ...param } = QUERY_PARAMETERS[q];
+    params.push({ name, in: 'query', required: false, ...param });
+  }
   if (route.auth !== 'none' && route.tenant === 'flat') {
     params.push({ name: 'X-Tenant-ID', in: 'header', required: false, description: "Tenant to act on; must be the credential's", schema: { type: 'string' } });
   }

@@ -3,8 +3,14 @@ import { MAX_LIMIT, MAX_OFFSET } from '../http/pagination';
 
 const str = { type: 'string' };
 
-/** Query parameters shared by the list routes (SPEC.md, Pagination and filtering). */
-export const QUERY_PARAMETERS: Record<QueryParam, { description: string; schema: Record<string, unknown> }> = {
+const ISO_TIMESTAMP_TEXT =
+  'an ISO 8601 date-time with Z or an offset, ±hh:mm or ±hhmm (2024-01-01T00:00:00Z), or a plain date (2024-01-01: midnight UTC); a time without an offset, or an impossible date, is a 400';
+const ISO_TIMESTAMP_SCHEMA = { type: 'string', anyOf: [{ format: 'date-time' }, { format: 'date' }, { pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?[+-]\\d{4}$' }] };
+
+const lifecycleStates = { type: 'string', enum: ['DRAFT', 'ACTIVE', 'DISABLED', 'DELETED'] };
+
+/** Query parameters shared by the list routes (SPEC.md, Pagination and filtering); `name` when it differs from the key. */
+export const QUERY_PARAMETERS: Record<QueryParam, { name?: string; description: string; schema: Record<string, unknown> }> = {
   limit: { description: `Page size (default 20, max ${MAX_LIMIT})`, schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: 20 } },
   cursor: { description: 'Opaque cursor from next_cursor', schema: str },
   offset: { description: 'Offset mode: rows to skip (default 0); not combinable with cursor', schema: { type: 'integer', minimum: 0, maximum: MAX_OFFSET, default: 0 } },
@@ -14,9 +20,10 @@ export const QUERY_PARAMETERS: Record<QueryParam, { description: string; schema:
   source_id: { description: 'Source endpoint (ingester) filter', schema: str },
   delivery_id: { description: 'Delivery filter', schema: str },
   level: { description: 'Log level: info, warn, error', schema: { type: 'string', enum: ['info', 'warn', 'error'] } },
-  since: { description: 'Start of the time window (ISO 8601, inclusive)', schema: { type: 'string', format: 'date-time' } },
-  until: { description: 'End of the time window (ISO 8601, exclusive)', schema: { type: 'string', format: 'date-time' } },
-  state: { description: 'Lifecycle state (default: all but DELETED)', schema: { type: 'string', enum: ['DRAFT', 'ACTIVE', 'DISABLED', 'DELETED'] } },
+  since: { description: `Start of the time window, inclusive: ${ISO_TIMESTAMP_TEXT}`, schema: ISO_TIMESTAMP_SCHEMA },
+  until: { description: `End of the time window, exclusive: ${ISO_TIMESTAMP_TEXT}`, schema: ISO_TIMESTAMP_SCHEMA },
+  state: { description: 'Lifecycle state (default: all but DELETED); also accepted as status', schema: lifecycleStates },
+  lifecycle_status: { name: 'status', description: 'Lifecycle state, an alias of state (SPEC.md names the filter status); when both are given they must be equal (else 400)', schema: lifecycleStates },
   correlation_id: { description: 'Correlation id filter', schema: str },
   action: { description: 'Action filter: the operationId of the write, e.g. ingesters.create', schema: str },
 };
@@ -37,6 +44,10 @@ export const problemSchema = {
     retry_after_seconds: { type: 'integer', description: 'rate-limit-exceeded' },
     required_plan: { type: 'string', description: 'plan-required' },
     tool_group: { type: 'string', description: 'write-tool-disabled (MCP)' },
+    current_state: { type: 'string', description: 'conflict: the lifecycle state of the object the transition was asked of' },
+    reference: { type: 'string', description: "conflict (flow apply): the id of the flow's ingester or destination that blocks it" },
+    reference_kind: { type: 'string', enum: ['ingester', 'destination'], description: 'conflict (flow apply): what reference is' },
+    reference_state: { type: 'string', description: "conflict (flow apply): reference's lifecycle state (DISABLED or DELETED)" },
   },
 };
 
@@ -52,6 +63,7 @@ export const ERROR_DESCRIPTIONS: Record<number, string> = {
   422: 'unprocessable-entity: well-formed but refers to something that does not exist',
   429: 'rate-limit-exceeded (retry_after_seconds, Retry-After)',
   500: 'internal-error',
+  503: 'service-unavailable: PostgreSQL is temporarily unreachable; retry after the Retry-After seconds',
 };
 
 export const securitySchemes = {

@@ -20,10 +20,17 @@ const bulkView = { type: 'object', required: ['replayed', 'delivery_ids'], prope
 
 const RETRY_DESCRIPTION =
   'Each failed or exhausted delivery of the event that can still be delivered becomes pending, due now (one more attempt; one being sent right now is left to its attempt). ' +
-  'Its destination must be ACTIVE, or DISABLED: the delivery is then held, pending, and sent once the destination is enabled again (or moved to the DLQ if it is deleted). ' +
+  'Its destination must be ACTIVE, or DISABLED: the delivery is then held, pending, and sent once the destination is enabled again (or moved to the DLQ if it is deleted, or if it stays DISABLED for the HELD_RETENTION_MS of the deliverer, 7 days by default, counted from this retry). ' +
   "Deliveries whose destination is DELETED, or whose delivery flow is not ACTIVE (DISABLED or DELETED), are not retried: they stay as they are (a destination's or flow's delete moves its open deliveries to the DLQ, where they are purged after the DLQ retention). " +
   'When the event has failed or exhausted deliveries but none can be retried: 409 with reason_code destination_not_active or flow_not_active (as replay answers), or payload_not_retained when the payload is gone. ' +
-  'An event with no failed or exhausted delivery (free to retry): 409 without a reason_code.';
+  'An event with no failed or exhausted delivery (free to retry): 409 without a reason_code. ' +
+  'A dlq_queued event whose exhausted deliveries are retried becomes replayed (then delivered once they are), as with a replay.';
+
+/** What a replay does to the event, and the 409 of a concurrent one: in the replay operations' descriptions. */
+const REPLAY_EVENT_EFFECT =
+  'The event of a replayed delivery becomes replayed when it was dlq_queued (then delivered once its deliveries are); any other event keeps its status. ' +
+  'So a delivered delivery of a delivered event is sent again while the event stays delivered, whatever the re-send gives (SPEC.md allows delivered only to become acked; a failing re-send ends in the DLQ on its own). ' +
+  'One delivery held by a concurrent replay or retry of it: 409 with reason_code replay_in_progress (fetch the delivery to see its outcome); one in another state than exhausted or delivered: 409 not_replayable with current_status.';
 
 const retryBody = { type: 'object', required: ['event_id'], properties: { event_id: { type: 'string', minLength: 1 } }, additionalProperties: false };
 const replayBody = {
@@ -36,7 +43,7 @@ const replayBody = {
     status: { type: 'string', enum: ['exhausted', 'delivered'] },
     since: { type: 'string', format: 'date-time' },
     until: { type: 'string', format: 'date-time' },
-    limit: { type: 'integer', minimum: 1, maximum: 10000, description: 'Most deliveries one call replays (default 1000)' },
+    limit: { type: 'integer', minimum: 1, maximum: 10000, description: 'Most deliveries one call replays (default 1000). Matching deliveries busy elsewhere at that moment (being sent, recorded or closed) are skipped and the next matching ones taken instead, so fewer are replayed only when fewer can be.' },
   },
   additionalProperties: false,
 };
@@ -61,12 +68,16 @@ interface ReplayBody {
   limit?: number;
 }
 
+/** The fields that only a list or a filter takes: with delivery_id, each is refused (400), before anything is replayed. */
+const NOT_WITH_ONE = ['delivery_ids', 'destination_id', 'status', 'since', 'until', 'limit'] as const;
+
 async function bulkReplayReply(ctx: RequestContext) {
   const b = (ctx.body ?? {}) as ReplayBody;
-  if (b.delivery_id && (b.delivery_ids || b.destination_id || b.since || b.until)) {
-    throw AppError.validation([{ field: 'delivery_id', message: 'cannot be combined with a list or a filter' }]);
+  if (b.delivery_id !== undefined) {
+    const extra = NOT_WITH_ONE.filter((f) => b[f] !== undefined);
+    if (extra.length) throw AppError.validation(extra.map((field) => ({ field, message: 'cannot be combined with delivery_id' })));
+    return replayOneReply(ctx, b.delivery_id);
   }
-  if (b.delivery_id) return replayOneReply(ctx, b.delivery_id);
   const range = readTimeRange({ since: b.since, until: b.until });
   const replayed = await replayMatching(replayDepsOf(ctx.app), ctx.tenantId, {
     deliveryIds: b.delivery_ids,
@@ -99,7 +110,8 @@ export const replayRoutes: AuthedRoute[] = [
       summary: 'Replay a delivery (gated on the retained payload)',
       description:
         'Exhausted or delivered deliveries only; 409 with reason_code payload_not_retained when the payload is gone, destination_not_active when the destination is not ACTIVE, flow_not_active when the delivery flow is not ACTIVE. ' +
-        'A delivery closed because its destination or flow was deleted stays in the DLQ (destination_not_active / flow_not_active) until it is purged.',
+        'A delivery closed because its destination or flow was deleted stays in the DLQ (destination_not_active / flow_not_active) until it is purged. ' +
+        REPLAY_EVENT_EFFECT,
       tag: TAG,
       status: 202,
       response: deliveryView,
@@ -126,7 +138,8 @@ export const replayRoutes: AuthedRoute[] = [
     body: replayBody,
     doc: {
       summary: 'Replay one delivery, a list, or the DLQ by filter (gated on the retained payload)',
-      description: 'With delivery_id the answer is the delivery (or a 409 naming why it cannot be replayed); otherwise {replayed, delivery_ids}: deliveries without a retained payload or with an inactive destination or delivery flow are skipped.',
+      description: 'With delivery_id the answer is the delivery (or a 409 naming why it cannot be replayed; delivery_id combined with any other field is a 400 naming those fields, and nothing is replayed); otherwise {replayed, delivery_ids}: deliveries without a retained payload or with an inactive destination or delivery flow are skipped, and so are ones busy elsewhere at that moment (being sent, recorded or closed). Up to limit deliveries are replayed, oldest id first: skipped ones are made up for by the next matching deliveries, so fewer than limit means no more could be replayed. ' +
+        REPLAY_EVENT_EFFECT,
       tag: TAG,
       status: 202,
       response: { anyOf: [deliveryView, bulkView] },
@@ -141,7 +154,11 @@ export const replayRoutes: AuthedRoute[] = [
     method: 'get',
     path: '/v1/dlq',
     operationId: 'flat.dlq',
-    doc: { summary: 'The dead-letter queue: exhausted deliveries, newest first', tag: TAG, response: listOf('deliveries', deliveryView), query: ['limit', 'cursor', 'offset', 'event_id', 'destination_id', 'source_id', 'since', 'until'] },
+    doc: {
+      summary: 'The dead-letter queue: exhausted deliveries, newest first',
+      description:
+        "Deliveries, not events: an event's status is dlq_queued while one of its deliveries is here, except for an event already delivered (or acked) whose re-sent delivery ended here again: that event keeps its status, so GET …/events?status=dlq_queued does not list it while this list does.",
+      tag: TAG, response: listOf('deliveries', deliveryView), query: ['limit', 'cursor', 'offset', 'event_id', 'destination_id', 'source_id', 'since', 'until'] },
     handler: async (ctx) => ok(listBody('deliveries', await listDeliveries(ctx.app, ctx.tenantId, ctx.query, 'exhausted'), deliveryToView)),
   },
 ];

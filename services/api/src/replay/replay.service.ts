@@ -33,16 +33,36 @@ const RETRY_OWNERS_SQL = `
 SELECT array_agg(DISTINCT c.destination_id) AS destination_ids, array_agg(DISTINCT c.flow_id) AS flow_ids
   FROM deliveries c WHERE c.tenant_id = $1 AND c.event_id = $2 AND c.status IN ('failed', 'exhausted')`;
 
+//
+// The event's retryable deliveries are locked first (`was`, in id order), so that their
+// status as it is now (after any concurrent writer committed) is returned with them:
+// `was_exhausted` says the retry took one out of the DLQ (retryEvent then marks the event
+// `replayed`, as a replay does).
 const RETRY_SQL = `
 UPDATE deliveries d
-   SET status = 'pending', next_attempt_at = now(), lease_until = NULL, lease_owner = NULL, updated_at = now(), held = (t.state = 'DISABLED')
-  FROM destinations t
- WHERE d.tenant_id = $1 AND d.event_id = $2 AND d.status IN ('failed', 'exhausted') AND ${freeSql('d')}
+   SET status = 'pending', next_attempt_at = now(), lease_until = NULL, lease_owner = NULL, updated_at = now(), held = (t.state = 'DISABLED'),
+       held_since = CASE WHEN t.state = 'DISABLED' THEN now() END
+  FROM destinations t,
+       (SELECT c.id, c.status FROM deliveries c
+         WHERE c.tenant_id = $1 AND c.event_id = $2 AND c.status IN ('failed', 'exhausted') AND ${freeSql('c')}
+         ORDER BY c.id FOR UPDATE) was
+ WHERE d.id = was.id
    AND d.destination_id = ANY($3::text[]) AND d.flow_id = ANY($4::text[])
    AND t.id = d.destination_id AND t.state IN ('ACTIVE', 'DISABLED')
    AND ${flowActiveSql('d')}
    AND EXISTS (SELECT 1 FROM event_payloads p WHERE p.event_id = d.event_id)
-RETURNING d.id, t.state = 'DISABLED' AS held`;
+RETURNING d.id, t.state = 'DISABLED' AS held, was.status = 'exhausted' AS was_exhausted`;
+
+/**
+ * The events of deliveries a replay or a retry took out of the DLQ become `replayed`
+ * (SPEC.md: dlq_queued → replayed → delivered). Only `dlq_queued` ones: SPEC.md allows
+ * `replayed` from nowhere else, so a `delivered` event whose delivered delivery is re-sent
+ * stays `delivered` (delivered → acked only), and so does a `failed` or an already
+ * `replayed` one. Call it in the transaction that re-queued the deliveries.
+ */
+async function markReplayed(client: Pick<Pool, 'query'>, eventIds: string[]): Promise<void> {
+  await client.query(`UPDATE events SET status = 'replayed', updated_at = now() WHERE id = ANY($1::text[]) AND status = 'dlq_queued'`, [eventIds]);
+}
 
 /**
  * Locks the destination and flow rows FOR SHARE, each in id order, destinations first (as
@@ -55,7 +75,10 @@ async function lockOwners(client: Pick<Pool, 'query'>, destinationIds: readonly 
   await client.query('SELECT 1 FROM delivery_flows WHERE id = ANY($1::text[]) ORDER BY id FOR SHARE', [flowIds]);
 }
 
-/** Retry (see RETRY_SQL): the ids made pending; held ones (DISABLED destination) are not enqueued. */
+/**
+ * Retry (see RETRY_SQL): the ids made pending; held ones (DISABLED destination) are not
+ * enqueued. When one of them was exhausted, a `dlq_queued` event becomes `replayed` (markReplayed).
+ */
 export async function retryEvent(app: ReplayDeps, tenantId: string, eventId: string): Promise<string[]> {
   const { rows: evt } = await app.pool.query('SELECT 1 FROM events WHERE id = $1 AND tenant_id = $2', [eventId, tenantId]);
   if (!evt.length) throw AppError.notFound('event');
@@ -67,7 +90,9 @@ export async function retryEvent(app: ReplayDeps, tenantId: string, eventId: str
     const flowIds = owners[0]?.flow_ids ?? [];
     if (!destinationIds.length) return [];
     await lockOwners(client, destinationIds, flowIds);
-    return (await client.query<{ id: string; held: boolean }>(RETRY_SQL, [tenantId, eventId, destinationIds, flowIds])).rows;
+    const { rows: retried } = await client.query<{ id: string; held: boolean; was_exhausted: boolean }>(RETRY_SQL, [tenantId, eventId, destinationIds, flowIds]);
+    if (retried.some((r) => r.was_exhausted)) await markReplayed(client, [eventId]);
+    return retried;
   }));
   if (!rows.length) throw await explainNoRetry(app, tenantId, eventId);
   await enqueueDeliveries(app, rows.filter((r) => !r.held).map((r) => r.id), poolOf(app.pools, tenantId));
@@ -125,17 +150,29 @@ const REPLAY_MATCH = `c.tenant_id = $1
              AND EXISTS (SELECT 1 FROM destinations t WHERE t.id = c.destination_id AND t.state = 'ACTIVE')
              AND ${flowActiveSql('c')}`;
 
-// Up to $7 candidates, as the transaction's first statement sees them (no row locked).
+/** Fewest candidates a replay round reads (it updates only as many as are still missing). */
+const MIN_ROUND = 100;
+
+interface Candidate {
+  id: string;
+  destination_id: string;
+  flow_id: string;
+}
+
+// Up to $7 candidates after id $8 (keyset; NULL: from the start), in id order, as this
+// statement sees them (no row locked).
 const REPLAY_CANDIDATES_SQL = `
 SELECT c.id, c.destination_id, c.flow_id FROM deliveries c
  WHERE ${REPLAY_MATCH}
+   AND ($8::text IS NULL OR c.id > $8)
  ORDER BY c.id LIMIT $7`;
 
 // After lockOwners: the candidates ($8) that still match, destination and flow state read
-// as they are now (this statement's snapshot is taken after the locks were granted).
+// as they are now (this statement's snapshot is taken after the locks were granted). A
+// candidate another transaction holds (being sent, recorded, closed) is skipped.
 const REPLAY_SQL = `
 UPDATE deliveries d
-   SET status = 'replaying', replay_count = d.replay_count + 1, next_attempt_at = now(), lease_until = NULL, lease_owner = NULL, held = false, updated_at = now()
+   SET status = 'replaying', replay_count = d.replay_count + 1, round_start_attempt = d.attempt_count, next_attempt_at = now(), lease_until = NULL, lease_owner = NULL, held = false, held_since = NULL, updated_at = now()
  WHERE d.id IN (
    SELECT c.id FROM deliveries c
     WHERE c.id = ANY($8::text[]) AND ${REPLAY_MATCH}
@@ -145,7 +182,9 @@ RETURNING d.id, d.event_id`;
 /**
  * Replay: deliveries (exhausted by default) whose payload is still retained and whose
  * destination and flow are ACTIVE go back to `replaying` with a fresh round of attempts;
- * their events become `replayed`. One transaction, so a replay is all-or-nothing per call.
+ * their events become `replayed` when they were `dlq_queued` (markReplayed: a delivered
+ * event whose delivered delivery is re-sent stays `delivered`). One transaction, so a
+ * replay is all-or-nothing per call.
  * (A delivery of a DISABLED or DELETED flow would never be claimed: it would stay
  * `replaying` for ever.)
  *
@@ -157,17 +196,38 @@ RETURNING d.id, d.event_id`;
  * committed (the delete's close skipping the replay's rows as already exhausted), and
  * leave them `replaying` on a DELETED destination for ever. The deliverer's janitor
  * (services/deliverer/src/close-deleted.ts) would close such rows anyway: the safety net.
+ *
+ * Rounds, in the one transaction: a round takes the next candidates (keyset on the id, as many
+ * as are still missing, at least MIN_ROUND), locks their owners, then updates those it can. Candidates
+ * skipped (locked by someone else, or no longer matching) are made up for by the next
+ * round, so a call replays `limit` deliveries whenever that many can be, stopping at the
+ * end of the candidates. Deliveries are locked in id order across rounds; a later round's
+ * owners are locked after the earlier rounds' (each round's in id order, destinations
+ * first): a deadlock victim runs again as a whole (retryingDeadlocks). The events are
+ * marked `replayed` once, after the last round.
  */
 export async function replayMatching(app: ReplayDeps, tenantId: string, f: ReplayFilter): Promise<{ id: string; eventId: string }[]> {
-  const params = [tenantId, f.deliveryIds ?? null, f.status ? [f.status] : f.deliveryIds ? REPLAYABLE : ['exhausted'], f.destinationId ?? null, f.since ?? null, f.until ?? null, f.limit];
+  const match = [tenantId, f.deliveryIds ?? null, f.status ? [f.status] : f.deliveryIds ? REPLAYABLE : ['exhausted'], f.destinationId ?? null, f.since ?? null, f.until ?? null];
+  // With a list, the candidates are at most the listed ids: once all were seen, no round is left.
+  const listed = f.deliveryIds ? new Set(f.deliveryIds).size : Infinity;
   const replayed = await retryingDeadlocks(() => withTransaction(app.pool, async (client) => {
-    const { rows: candidates } = await client.query<{ id: string; destination_id: string; flow_id: string }>(REPLAY_CANDIDATES_SQL, params);
-    if (!candidates.length) return [];
-    await lockOwners(client, [...new Set(candidates.map((c) => c.destination_id))], [...new Set(candidates.map((c) => c.flow_id))]);
-    const { rows } = await client.query<{ id: string; event_id: string }>(REPLAY_SQL, [...params, candidates.map((c) => c.id)]);
-    if (rows.length) {
-      await client.query(`UPDATE events SET status = 'replayed', updated_at = now() WHERE id = ANY($1::text[])`, [[...new Set(rows.map((r) => r.event_id))]]);
+    const rows: { id: string; event_id: string }[] = [];
+    let after: string | null = null;
+    let seen = 0;
+    while (rows.length < f.limit) {
+      const missing = f.limit - rows.length;
+      // At least a round's worth of candidates, so a long run of busy rows costs few rounds.
+      const take = Math.max(missing, MIN_ROUND);
+      const { rows: candidates }: { rows: Candidate[] } = await client.query<Candidate>(REPLAY_CANDIDATES_SQL, [...match, take, after]);
+      if (!candidates.length) break;
+      await lockOwners(client, [...new Set(candidates.map((c) => c.destination_id))], [...new Set(candidates.map((c) => c.flow_id))]);
+      const { rows: updated } = await client.query<{ id: string; event_id: string }>(REPLAY_SQL, [...match, missing, candidates.map((c) => c.id)]);
+      rows.push(...updated);
+      seen += candidates.length;
+      if (candidates.length < take || seen >= listed) break;
+      after = candidates[candidates.length - 1]!.id;
     }
+    if (rows.length) await markReplayed(client, [...new Set(rows.map((r) => r.event_id))]);
     return rows.map((r) => ({ id: r.id, eventId: r.event_id }));
   }));
   await enqueueDeliveries(app, replayed.map((r) => r.id), poolOf(app.pools, tenantId));
@@ -187,6 +247,11 @@ async function explainRefusal(app: ReplayDeps, tenantId: string, id: string): Pr
   if (!r.retained) return payloadNotRetained('replayed');
   if (r.dst_state !== 'ACTIVE') return notActive('destination', r.dst_state, 'replaying');
   if (r.flow_state !== null && r.flow_state !== 'ACTIVE') return notActive('flow', r.flow_state, 'replaying');
+  // Replayable, retained and ACTIVE, yet not replayed: REPLAY_SQL skipped it because another
+  // transaction held it (SKIP LOCKED): a concurrent replay or retry of it.
+  if (REPLAYABLE.includes(r.status)) {
+    return new AppError('conflict', 'A replay or retry of this delivery is already in progress; fetch the delivery to see its outcome.', { reason_code: 'replay_in_progress' });
+  }
   return new AppError('conflict', `The delivery is ${r.status}; only exhausted or delivered deliveries can be replayed.`, { reason_code: 'not_replayable', current_status: r.status });
 }
 

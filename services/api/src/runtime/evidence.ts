@@ -66,14 +66,24 @@ export async function evidence(app: AppContext, tenantId: string, query: Record<
   };
 }
 
-/** The stored raw payloads (what replay needs), newest first; metadata only, never bodies. */
+/**
+ * The stored raw payloads (what replay needs), newest first; metadata only, never bodies.
+ * Paged over the tenant's events (events_tenant_id_id_idx; event_payloads has no tenant
+ * index, and one on that hot table would cost every ingest), keeping those whose payload is
+ * still stored, and only the page's rows are hashed: an offset skips events, never hashes
+ * their bodies.
+ */
 export async function retainedPayloads(app: AppContext, tenantId: string, query: Record<string, unknown>): Promise<PageResult<Record<string, unknown> & { id: string }>> {
   const page = readPage(query);
   const b = pageBounds(page);
   const { rows } = await app.pool.query<PayloadFacts>(
-    `SELECT event_id, encode(sha256(body), 'hex') AS sha256, octet_length(body) AS size_bytes, content_type, created_at
-       FROM event_payloads WHERE tenant_id = $1 AND ($2::text IS NULL OR event_id < $2)
-      ORDER BY event_id DESC LIMIT $3 OFFSET $4`,
+    `SELECT p.event_id, encode(sha256(p.body), 'hex') AS sha256, octet_length(p.body) AS size_bytes, p.content_type, p.created_at
+       FROM (SELECT e.id FROM events e
+              WHERE e.tenant_id = $1 AND ($2::text IS NULL OR e.id < $2)
+                AND EXISTS (SELECT 1 FROM event_payloads x WHERE x.event_id = e.id)
+              ORDER BY e.id DESC LIMIT $3 OFFSET $4) page
+       JOIN event_payloads p ON p.event_id = page.id
+      ORDER BY p.event_id DESC`,
     [tenantId, b.beforeId, b.take, b.skip],
   );
   return pageResult(

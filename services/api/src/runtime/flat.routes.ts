@@ -7,6 +7,7 @@ import type { AuthedRoute } from '../http/route';
 import { listBody, listOf } from '../http/schemas';
 import { createIngesterReply, listIngesters } from '../ingesters/ingester.routes';
 import { createIngesterBody, ingesterView } from '../ingesters/ingester.schema';
+import { STATE_FILTER_PARAMS } from '../lifecycle/state-filter';
 import { requirePlan } from '../lib/config-writes';
 import { ok } from '../lib/format';
 import { evidenceBundleSchema } from '../openapi/evidence-schemas';
@@ -36,9 +37,9 @@ export const flatRoutes: AuthedRoute[] = [
     doc: { summary: 'Counts for the dashboard: configuration by state, last 24 h of events and deliveries, DLQ size', tag: TAG, response: { type: 'object', required: ['tenant_id', 'dlq_size'] } },
     handler: async (ctx) => ok(await overview(ctx.app, ctx.tenantId, ctx.principal.plan)),
   },
-  { ...flat, scope: 'read:ingesters', method: 'get', path: '/v1/endpoints', operationId: 'flat.endpoints.list', doc: { summary: 'List endpoints (ingesters)', tag: TAG, response: listOf('endpoints', ingesterView), query: [...PAGE, 'state'] }, handler: async (ctx) => ok(await listIngesters(ctx, 'endpoints')) },
+  { ...flat, scope: 'read:ingesters', method: 'get', path: '/v1/endpoints', operationId: 'flat.endpoints.list', doc: { summary: 'List endpoints (ingesters)', tag: TAG, response: listOf('endpoints', ingesterView), query: [...PAGE, ...STATE_FILTER_PARAMS] }, handler: async (ctx) => ok(await listIngesters(ctx, 'endpoints')) },
   { ...flat, scope: 'write:ingesters', method: 'post', path: '/v1/endpoints', operationId: 'flat.endpoints.create', body: createIngesterBody, doc: { summary: 'Create an endpoint (ingester)', tag: TAG, response: ingesterView, errors: [403, 409, 422] }, handler: (ctx) => createIngesterReply(ctx) },
-  { ...flat, scope: 'read:destinations', method: 'get', path: '/v1/targets', operationId: 'flat.targets.list', doc: { summary: 'List targets (destinations)', tag: TAG, response: listOf('targets', destinationView), query: [...PAGE, 'state'] }, handler: async (ctx) => ok(await listDestinations(ctx, 'targets')) },
+  { ...flat, scope: 'read:destinations', method: 'get', path: '/v1/targets', operationId: 'flat.targets.list', doc: { summary: 'List targets (destinations)', tag: TAG, response: listOf('targets', destinationView), query: [...PAGE, ...STATE_FILTER_PARAMS] }, handler: async (ctx) => ok(await listDestinations(ctx, 'targets')) },
   { ...flat, scope: 'write:destinations', method: 'post', path: '/v1/targets', operationId: 'flat.targets.create', body: createDestinationBody, doc: { summary: 'Create a target (destination)', tag: TAG, response: destinationView, errors: [409, 422] }, handler: createDestinationReply },
   {
     ...flat,
@@ -49,7 +50,7 @@ export const flatRoutes: AuthedRoute[] = [
     doc: { summary: 'Target health: success rate, latency percentiles, consecutive failures, last error, circuit breaker', tag: TAG, response: targetHealthView, errors: [404] },
     handler: async (ctx) => ok(await targetHealth(ctx.app, ctx.tenantId, ctx.params['id']!)),
   },
-  { ...flat, scope: 'read:flows', method: 'get', path: '/v1/flows', operationId: 'flat.flows.list', doc: { summary: 'List flows', tag: TAG, response: listOf('flows', flowView), query: [...PAGE, 'state', 'source_id', 'destination_id'] }, handler: async (ctx) => ok(await listFlows(ctx, 'flows')) },
+  { ...flat, scope: 'read:flows', method: 'get', path: '/v1/flows', operationId: 'flat.flows.list', doc: { summary: 'List flows', tag: TAG, response: listOf('flows', flowView), query: [...PAGE, ...STATE_FILTER_PARAMS, 'source_id', 'destination_id'] }, handler: async (ctx) => ok(await listFlows(ctx, 'flows')) },
   { ...flat, scope: 'write:flows', method: 'post', path: '/v1/flows', operationId: 'flat.flows.create', body: createFlowBody, doc: { summary: 'Create a flow', tag: TAG, response: flowView, errors: [409, 422] }, handler: createFlowReply },
   {
     ...flat,

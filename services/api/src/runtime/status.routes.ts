@@ -1,16 +1,40 @@
 import { queueDepths } from '@hookline/queues';
-import type { AppContext } from '../context';
+import type { RequestContext } from '../context';
 import type { AuthedRoute } from '../http/route';
 import { ok } from '../lib/format';
 import { CAPABILITIES } from './capabilities';
 import { evidenceReadiness } from './evidence';
 
-async function readiness(app: AppContext, tenantId: string): Promise<Record<string, unknown>> {
-  const database = await app.pool.query('SELECT 1').then(() => ({ ok: true }), (e: Error) => ({ ok: false, error: e.message }));
-  const redis = await app.redis.ping().then(() => ({ ok: true }), (e: Error) => ({ ok: false, error: e.message }));
-  const queues = redis.ok ? await queueDepths(app.producer).then((depths) => ({ ok: true, depths }), (e: Error) => ({ ok: false, error: e.message })) : { ok: false, error: 'redis unavailable' };
-  const evidence = database.ok ? await evidenceReadiness(app, tenantId).catch((e: Error) => ({ ok: false, error: e.message })) : { ok: false, error: 'database unavailable' };
-  const ready = database.ok && redis.ok && queues.ok && evidence['ok'] === true;
+type Check = { ok: true } & Record<string, unknown>;
+
+/**
+ * Readiness for a tenant's credential: a status per check and the non-identifying figures
+ * (depths of the shared queues, the tenant's own evidence pipeline). Why a check failed
+ * (driver and connection messages, hosts, internal names) goes to the log, never to the
+ * caller.
+ */
+async function readiness(ctx: RequestContext): Promise<Record<string, unknown>> {
+  const { app, tenantId } = ctx;
+  const run = async (name: string, check: () => Promise<Check>): Promise<Check | { ok: false }> => {
+    try {
+      return await check();
+    } catch (err) {
+      ctx.logger.warn('readiness check failed', { check: name, err: (err as Error).message });
+      return { ok: false };
+    }
+  };
+  const database = await run('database', async () => (await app.pool.query('SELECT 1'), { ok: true }));
+  const redis = await run('redis', async () => (await app.redis.ping(), { ok: true }));
+  const queues = redis.ok ? await run('queues', async () => ({ ok: true, depths: await queueDepths(app.producer) })) : { ok: false };
+  // The evidence figures are evidence: shown to a credential that may read evidence.
+  const shown = ctx.principal.scopes.has('read:evidence');
+  const evidence = database.ok
+    ? await run('evidence', async () => {
+        const figures = await evidenceReadiness(app, tenantId);
+        return { ...(shown ? figures : {}), ok: true };
+      })
+    : { ok: false };
+  const ready = database.ok && redis.ok && queues.ok && evidence.ok;
   return { status: ready ? 'ready' : 'degraded', checks: { database, redis, queues, evidence } };
 }
 
@@ -36,7 +60,16 @@ export const statusRoutes: AuthedRoute[] = [
     method: 'get',
     path: '/v1/readiness',
     operationId: 'status.readiness',
-    doc: { summary: "Readiness across domains: database, Redis, queue depths, and the tenant's evidence pipeline (receipts awaiting a Merkle root, latest root)", tag: TAG, response: { type: 'object', required: ['status', 'checks'] } },
-    handler: async (ctx) => ok(await readiness(ctx.app, ctx.tenantId)),
+    // Whether deliveries can flow is delivery status: the closest scope of API_SCOPES.
+    scope: 'read:deliveries',
+    doc: {
+      summary: "Readiness across domains: database, Redis, queue depths, and the tenant's evidence pipeline (receipts awaiting a Merkle root, latest root)",
+      description:
+        'Needs `read:deliveries`: whether deliveries can flow (database, Redis, the delivery queues) is delivery status, so the scope that reads delivery status reads this too (no scope of its own; SPEC lists none for it). ' +
+        'Each check reports `ok` only, never why it failed (that is logged). `queues.depths` are the waiting, delayed, active and failed job counts of the shared `route` and `deliver` queues: totals over every tenant, naming none (dedicated pools are left out); `evidence` is the calling tenant\'s own: its figures (receipts awaiting a Merkle root, latest root) only for a credential that also holds `read:evidence`, otherwise `ok` alone.',
+      tag: TAG,
+      response: { type: 'object', required: ['status', 'checks'] },
+    },
+    handler: async (ctx) => ok(await readiness(ctx)),
   },
 ];

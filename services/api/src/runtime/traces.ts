@@ -1,6 +1,6 @@
 import type { AppContext } from '../context';
 import { eventWhere } from '../events/event.routes';
-import { findPage, readPage } from '../http/pagination';
+import { findPage, pageWhere, readPage } from '../http/pagination';
 import { iso } from '../lib/format';
 
 /**
@@ -10,7 +10,7 @@ import { iso } from '../lib/format';
 export async function traces(app: AppContext, tenantId: string, query: Record<string, unknown>): Promise<Record<string, unknown>> {
   const page = readPage(query);
   const where = eventWhere(tenantId, query);
-  const result = await findPage(page, (a) => app.prisma.event.findMany({ ...a, where: { ...where, ...a.where } }));
+  const result = await findPage(page, (a) => app.prisma.event.findMany({ ...a, where: pageWhere(where, a) }));
   const eventIds = result.items.map((e) => e.id);
   const deliveries = eventIds.length ? await app.prisma.delivery.findMany({ where: { tenantId, eventId: { in: eventIds } }, orderBy: { id: 'asc' } }) : [];
   const attempts = deliveries.length

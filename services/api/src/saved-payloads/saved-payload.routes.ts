@@ -28,6 +28,9 @@ const view = {
   },
 };
 
+/** A template's most bytes (UTF-8), as the inbound payload limit: maxLength counts characters only. */
+const MAX_TEMPLATE_BYTES = 262_144;
+
 const body = {
   type: 'object',
   required: ['name', 'body'],
@@ -35,7 +38,7 @@ const body = {
     name: { type: 'string', minLength: 1, maxLength: 200 },
     content_type: { type: 'string', minLength: 1, maxLength: 200 },
     headers: { type: 'object', additionalProperties: { type: 'string', maxLength: 4000 }, maxProperties: 50 },
-    body: { type: 'string', maxLength: 262144, description: 'The payload template (up to 256 KB)' },
+    body: { type: 'string', maxLength: MAX_TEMPLATE_BYTES, description: 'The payload template: up to 256 KB (262,144 bytes in UTF-8; a longer one is a 400)' },
   },
   additionalProperties: false,
 };
@@ -45,6 +48,13 @@ interface Body {
   content_type?: string;
   headers?: Record<string, string>;
   body: string;
+}
+
+/** The body's size in bytes, checked before anything is written (a 3-byte character counts 3). */
+function templateOf(ctx: RequestContext): Body {
+  const b = ctx.body as Body;
+  if (Buffer.byteLength(b.body, 'utf8') > MAX_TEMPLATE_BYTES) throw AppError.validation([{ field: 'body', message: `must be at most ${MAX_TEMPLATE_BYTES} bytes (UTF-8)` }]);
+  return b;
 }
 
 /** Names are unique per tenant (a database constraint): a clash is a 409, nothing written. */
@@ -63,7 +73,7 @@ export async function listSavedPayloads(ctx: RequestContext): Promise<Record<str
 }
 
 export async function createSavedPayload(ctx: RequestContext) {
-  const b = ctx.body as Body;
+  const b = templateOf(ctx);
   const row = await uniqueName(b.name, () =>
     ctx.app.prisma.savedPayload.create({ data: { id: newId('spl'), tenantId: ctx.tenantId, name: b.name, contentType: b.content_type ?? 'application/json', headers: b.headers ?? {}, body: b.body } }),
   );
@@ -93,10 +103,15 @@ export const savedPayloadRoutes: AuthedRoute[] = [
     body,
     doc: { summary: 'Replace a saved payload', tag: TAG, response: view, errors: [404, 409] },
     handler: async (ctx) => {
-      const current = await find(ctx);
-      const b = ctx.body as Body;
+      const b = templateOf(ctx);
+      // One statement that updates and returns the row: a template missing or deleted meanwhile
+      // is a 404 (Prisma's P2025), and the answer is this PUT's own row.
       const row = await uniqueName(b.name, () =>
-        ctx.app.prisma.savedPayload.update({ where: { id: current.id }, data: { name: b.name, contentType: b.content_type ?? 'application/json', headers: b.headers ?? {}, body: b.body } }),
+        ctx.app.prisma.savedPayload
+          .update({ where: { id: ctx.params['id']!, tenantId: ctx.tenantId }, data: { name: b.name, contentType: b.content_type ?? 'application/json', headers: b.headers ?? {}, body: b.body } })
+          .catch((err: unknown) => {
+            throw (err as { code?: unknown } | null)?.code === 'P2025' ? AppError.notFound('saved payload') : err;
+          }),
       );
       return ok(toView(row));
     },

@@ -72,6 +72,21 @@ describe('provider specifics', () => {
     expect(twilio.urlVariants('http://h.test:8080/p?q')).toEqual(['http://h.test:8080/p?q', 'http://h.test/p?q']);
   });
 
+  test('Twilio: a non-form or empty body without bodySHA256 is refused, even with the URL correctly signed', () => {
+    const url = 'https://example.com/in/ing_x/status';
+    const sig = createHmac('sha1', 'tok').update(url).digest('base64');
+    const ctx = (body: string, contentType: string) => providerCtx({ body, secrets: ['tok'], url, headers: { 'content-type': contentType, 'X-Twilio-Signature': sig } });
+    // The signature covers the URL alone: the body would go unauthenticated.
+    expect(twilio.verify(ctx('{"MessageStatus":"failed"}', 'application/json'))).toEqual({ ok: false, reason: 'signature_mismatch' });
+    expect(twilio.verify(ctx('MessageStatus=failed', 'text/plain'))).toEqual({ ok: false, reason: 'signature_mismatch' });
+    expect(twilio.verify(ctx('', 'application/json'))).toEqual({ ok: false, reason: 'signature_mismatch' });
+    expect(twilio.verify(ctx('', 'application/x-www-form-urlencoded'))).toEqual({ ok: false, reason: 'signature_mismatch' });
+    // An empty body with bodySHA256 (the hash of nothing) in the signed URL is authenticated.
+    const emptyUrl = `${url}?bodySHA256=${createHash('sha256').update('').digest('hex')}`;
+    const emptySig = createHmac('sha1', 'tok').update(emptyUrl).digest('base64');
+    expect(twilio.verify(providerCtx({ body: '', secrets: ['tok'], url: emptyUrl, headers: { 'content-type': 'application/json', 'X-Twilio-Signature': emptySig } }))).toEqual({ ok: true });
+  });
+
   test('Twilio: repeated form keys are signed with their values sorted', () => {
     const ctx = providerCtx({ body: 'b=2&a=z&a=y', secrets: [], headers: { 'content-type': 'application/x-www-form-urlencoded' } });
     expect(twilio.formString(ctx)).toBe('aya' + 'zb2');

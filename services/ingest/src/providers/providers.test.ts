@@ -69,3 +69,12 @@ describe.each(cases)('$provider verification', (c) => {
     });
   }
 });
+
+test("generic: X-Service-Timestamp is required beside the signature (SPEC: the signature plus X-Service-Timestamp) and must equal its t", () => {
+  const verify = (headers: Record<string, string>) => PROVIDER_ADAPTERS.generic.verify(providerCtx({ body: '{}', headers: { 'content-type': 'application/json', ...headers }, secrets: ['gen'], url: URL_, nowSeconds: NOW }));
+  const { 'X-Service-Timestamp': t, ...withoutTimestamp } = signAs('generic', 'gen', '{}', { t: NOW });
+  expect(t).toBe(String(NOW));
+  expect(verify({ ...withoutTimestamp, 'x-service-timestamp': String(NOW) })).toEqual({ ok: true });
+  expect(verify(withoutTimestamp)).toEqual({ ok: false, reason: 'missing_header' });
+  expect(verify({ ...withoutTimestamp, 'x-service-timestamp': String(NOW - 1) })).toEqual({ ok: false, reason: 'bad_format' });
+});

@@ -4,9 +4,14 @@ import { bodyString, fail, header, OK, type ProviderContext, type VerifyResult }
 
 /**
  * X-Twilio-Signature: base64 HMAC-SHA1(auth token, <full URL> + each form parameter
- * as key+value, keys sorted). For JSON bodies Twilio adds `bodySHA256=<hex sha256 of
- * the body>` to the URL and signs the URL alone. Like Twilio's helpers, the URL is tried
- * with and without an explicit port (proxies differ in what they report).
+ * as key+value, keys sorted). For any other body Twilio adds `bodySHA256=<hex sha256 of
+ * the body>` to the URL's query and signs that full URL alone; the body must hash to it
+ * (Twilio's validateRequestWithBody). A request whose signature would cover the URL alone
+ * while its body goes unauthenticated is refused: a non-form body without bodySHA256, and
+ * an empty body without it (hook paths take any suffix, so a captured signature over
+ * URL + form parameters could be replayed with the parameters moved into the path).
+ * Like Twilio's helpers, the URL is tried with and without an explicit port (proxies
+ * differ in what they report).
  */
 export function verify(ctx: ProviderContext): VerifyResult {
   const given = header(ctx, 'x-twilio-signature')?.trim();
@@ -14,6 +19,7 @@ export function verify(ctx: ProviderContext): VerifyResult {
   if (!/^[A-Za-z0-9+/]{27}=$/.test(given)) return fail('bad_format');
   const query = new URLSearchParams(ctx.url.includes('?') ? ctx.url.slice(ctx.url.indexOf('?') + 1) : '');
   const bodyHash = query.get('bodySHA256');
+  if (bodyHash === null && (!isForm(ctx) || ctx.body.length === 0)) return fail('signature_mismatch');
   const signed = bodyHash !== null ? '' : formString(ctx);
   const ok = ctx.secrets.some((token) => urlVariants(ctx.url).some((url) => safeEqual(given, hmac('sha1', token, url, signed).toString('base64'))));
   if (!ok) return fail('signature_mismatch');

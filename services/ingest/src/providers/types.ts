@@ -17,6 +17,9 @@ export interface ProviderContext {
   url: string;
   /** The body parsed as JSON (once), or undefined when it is not JSON. */
   json(): unknown;
+  /** The ingester posted to, and ingest's logger: for warnings about its stored settings. */
+  ingesterId: string;
+  logger: { warn(message: string, meta: Record<string, unknown>): unknown };
 }
 
 export interface ProviderAdapter {

@@ -1,6 +1,6 @@
 import { loadConfig } from '@hookline/config';
 import { createPool, newId, type Pool } from '@hookline/db';
-import { createLogger } from '@hookline/logger';
+import { createLogger, type Logger } from '@hookline/logger';
 import { createProducer, createRedis, type Producer, type Redis } from '@hookline/queues';
 import { createSecretBox, type Provider } from '@hookline/signing';
 import { createTestDatabase, flushPrefix, seedTenant, uniquePrefix, type TestDatabase } from '@hookline/testing';
@@ -36,6 +36,8 @@ export interface IngestHarness {
   jobs: Producer;
   /** The app's config-change subscriber (a test may cut it to make it reconnect). */
   subscriber: Redis;
+  /** The app's logger (a test may spy on it). */
+  logger: Logger;
   seedIngester(opts?: { plan?: 'free' | 'pro' | 'business' | 'enterprise'; provider?: Provider; secrets?: string[]; config?: Record<string, unknown>; state?: string; tenantId?: string }): Promise<{ tenantId: string; ingesterId: string }>;
   post(pathAfterIn: string, body: string | Buffer, headers?: Record<string, string>): Promise<HookResponse>;
   routedEventIds(): Promise<string[]>;
@@ -75,6 +77,7 @@ export async function startIngestHarness(opts: HarnessOptions): Promise<IngestHa
     app,
     jobs,
     subscriber,
+    logger,
     async seedIngester(o = {}) {
       const tenantId = o.tenantId ?? (await seedTenant(db.pool, { plan: o.plan ?? 'free' })).tenantId;
       const ingesterId = newId('ing');

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { ProviderContext } from '../providers';
 
 /** A provider context for unit tests: header names lower-cased, as node:http gives them. */
-export function providerCtx(opts: { body: string | Buffer; headers?: Record<string, string>; secrets: string[]; url?: string; nowSeconds?: number; toleranceSeconds?: number }): ProviderContext {
+export function providerCtx(opts: { body: string | Buffer; headers?: Record<string, string>; secrets: string[]; url?: string; nowSeconds?: number; toleranceSeconds?: number; ingesterId?: string; logger?: ProviderContext['logger'] }): ProviderContext {
   const body = Buffer.isBuffer(opts.body) ? opts.body : Buffer.from(opts.body);
   const headers: IncomingHttpHeaders = {};
   for (const [k, v] of Object.entries(opts.headers ?? {})) headers[k.toLowerCase()] = v;
@@ -13,6 +13,8 @@ export function providerCtx(opts: { body: string | Buffer; headers?: Record<stri
     toleranceSeconds: opts.toleranceSeconds ?? 300,
     nowSeconds: opts.nowSeconds ?? Math.floor(Date.now() / 1000),
     url: opts.url ?? 'https://hooks.example.test/in/ing_test',
+    ingesterId: opts.ingesterId ?? 'ing_test',
+    logger: opts.logger ?? { warn: () => undefined },
     json() {
       try {
         return JSON.parse(body.toString('utf8')) as unknown;

@@ -1,12 +1,22 @@
 import * as z from 'zod';
 import { AppError } from '@hookline/errors';
-import { listMerkleRoots, NON_CLAIMS, type ResolvedCapability } from '@hookline/evidence';
+import { EVIDENCE_ID_PREFIXES, listMerkleRoots, NON_CLAIMS, type ResolvedCapability } from '@hookline/evidence';
 import type { McpContext } from '../mcp-deps';
 import { decodeCursor, evidencePage, type EvidencePage } from '../mcp-evidence';
 import { bundleSchema, capabilitySchema, proofSchema, rootSchema } from './output-schemas';
 import { cursorOf, defineTool, idOf, limit, type AnyTool } from './tool-def';
 
 const EVIDENCE = { scope: 'mcp:read:evidence' };
+
+/** The ids get_evidence takes, and GET /v1/mcp/evidence/{id} answers (any other: 404): those evidenceFor knows. */
+const EVIDENCE_ID = new RegExp(`^(${EVIDENCE_ID_PREFIXES.join('|')})_[0-9a-z]{10,40}$`);
+
+/** What get_evidence and GET /v1/mcp/evidence/{id} answer, for the tool and the OpenAPI document. */
+export const EVIDENCE_DESCRIPTION =
+  'Receipts with inclusion proofs and roots (proof and root null until sealed). For a receipt (rcp_), attempt (att_), delivery (dlv_), event (evt_) or root (mrk_) id: its receipts, oldest first. ' +
+  'For an ingester (ing_): the receipts of the deliveries of the events received on it; a destination (dst_): of the deliveries to it; a flow (flw_): of its deliveries; newest first (newest event first for an ingester, newest delivery first for a destination or flow; within a delivery, its latest attempt first). ' +
+  "Only the key's tenant's: an id of another tenant, or one with no receipts, is not found (404); a DELETED ingester, destination or flow keeps the receipts it has (receipts are never withdrawn). " +
+  'A page at a time (limit, default 20, max 100): while has_more, pass next_cursor as cursor for the rest. Verify them with `pnpm evidence:verify`.';
 
 /** get_evidence and GET /v1/mcp/evidence/{id}: a next_cursor names a receipt. */
 export const evidenceCursor = cursorOf((c) => idOf('rcp').safeParse(decodeCursor(c)).success);
@@ -69,17 +79,17 @@ export const evidenceTools: AnyTool[] = [
   defineTool({
     name: 'get_evidence',
     title: 'Get delivery evidence',
-    description:
-      'Receipts with inclusion proofs and roots for a receipt (rcp_), attempt (att_), delivery (dlv_), event (evt_) or root (mrk_) id, oldest first, a page at a time: while has_more, pass next_cursor as cursor for the rest. Verify them with `pnpm evidence:verify`.',
+    description: EVIDENCE_DESCRIPTION,
     access: EVIDENCE,
-    input: { id: z.string().regex(/^(rcp|att|dlv|evt|mrk)_[0-9a-z]{10,40}$/, 'an rcp_, att_, dlv_, evt_ or mrk_ id'), limit, cursor: evidenceCursor },
+    input: { id: z.string().regex(EVIDENCE_ID, 'an rcp_, att_, dlv_, evt_, mrk_, ing_, dst_ or flw_ id'), limit, cursor: evidenceCursor },
     output: z.object({ resource_id: z.string(), receipts: z.array(bundleSchema), next_cursor: z.string().nullable(), has_more: z.boolean() }),
     run: async (ctx, args) => evidenceReply(ctx, args.id, args),
   }),
 ];
 
-/** Shared by the tool and GET /v1/mcp/evidence/{id}. */
+/** Shared by the tool and GET /v1/mcp/evidence/{id}: an id of another shape names no evidence (404, as an unknown one). */
 export async function evidenceReply(ctx: McpContext, id: string, page: { limit?: number; cursor?: string }): Promise<{ resource_id: string } & EvidencePage> {
+  if (!EVIDENCE_ID.test(id)) throw AppError.notFound('evidence');
   const found = await evidencePage(ctx.deps.pool, ctx.principal.tenantId, id, page);
   if (!found) throw AppError.notFound('evidence');
   return { resource_id: id, ...found };

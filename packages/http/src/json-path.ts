@@ -1,7 +1,9 @@
 /**
- * A tiny, safe path getter for `event_type_path`: `$.type`, `data.kind`,
+ * A tiny, safe path getter for an ingester's `event_type_path`: `$.type`, `data.kind`,
  * `$.items[0].name`, `$['odd-key']`. Own properties only, bounded length; no
  * expressions, filters or wildcards (those belong to the router's filters).
+ * Shared so that the API accepts exactly the paths ingest can evaluate: the API refuses a
+ * path parsePath rejects; ingest reads the event type with getStringAt.
  */
 const MAX_SEGMENTS = 32;
 

@@ -1,0 +1,20 @@
+-- A replay is a fresh round of attempts (SPEC.md: 5 attempts, exponential backoff, per
+-- delivery). The retry policy (decide in packages/delivery/src/retry-policy.ts) used to
+-- place a round's start at max_attempts × replay_count, which holds only when every earlier
+-- round used exactly max_attempts attempts: a delivery delivered at its first attempt (or
+-- exhausted at once by a permanent 4xx) got 9 attempts when replayed, its backoff stuck at
+-- the base delay; one retried after exhaustion and then replayed got 4. The replay now
+-- records where the round starts, the attempt_count it found (REPLAY_SQL in
+-- services/api/src/replay/replay.service.ts), and every path that decides an attempt's
+-- outcome (the deliverer's claim, the edge lease, edge reports, the edge wait sweep) reads
+-- it. Retry does not touch it: a retried delivery continues its round.
+--
+-- Nullable, no default: only the catalog changes (no table rewrite, no row written), and
+-- NULL marks a row no replay has set it on since this migration: a delivery never replayed
+-- (its round starts at 0, as the old formula gives with replay_count 0) or one replayed
+-- before the deploy, which keeps the old formula so that its current round ends where it
+-- would have. IF NOT EXISTS: an operator may have added it by hand first.
+--
+-- No index covers it, so the deliverer's claim (which writes the lease columns only and
+-- now returns this one too) stays an in-place (HOT) update.
+ALTER TABLE "deliveries" ADD COLUMN IF NOT EXISTS "round_start_attempt" INTEGER;

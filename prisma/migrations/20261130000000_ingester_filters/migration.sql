@@ -1,0 +1,12 @@
+-- An ingester can carry event filters (SPEC.md, Endpoint (ingester): `filters`, event
+-- filtering conditions such as event type and headers), in a delivery flow's filter format
+-- ({event_types?, jsonpath?, match?}; packages/filters, checked by the api with the flow's
+-- validateFilter). The router applies them ahead of the ingester's flows: an event they
+-- reject is routed to none of its flows (status filtered, status_reason
+-- 'ingester_filter_rejected'); one they accept goes on to each flow's own filter
+-- (services/router/src/flow-cache.ts reads them with the flows, compiled once per cache fill).
+--
+-- Nullable, no default: only the catalog changes (no table rewrite, no row written); every
+-- existing ingester has no filter (NULL: every event goes on to the flows). IF NOT EXISTS:
+-- an operator may have added it by hand first.
+ALTER TABLE "ingesters" ADD COLUMN IF NOT EXISTS "filters" JSONB;
