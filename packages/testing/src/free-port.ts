@@ -1,13 +1,61 @@
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
-export function freePort(): Promise<number> {
+/**
+ * A loopback port that nothing listens on now, for a process started next to bind.
+ *
+ * Ports come from below the kernel's ephemeral range, so a server that listens on
+ * port 0 (test receivers, proxies) can never be handed a port that a service is
+ * about to bind, or one a stopped service will be restarted on: that race sent one
+ * test file's readiness probes to another file's receiver. Each jest worker (and
+ * the processes it spawns, which inherit JEST_WORKER_ID) draws from its own slice,
+ * so concurrent test files do not pick the same port either.
+ */
+export async function freePort(): Promise<number> {
+  const range = pickRange();
+  if (!range) return listenOn(0);
+  for (let tries = 0; tries < range.size; tries += 1) {
+    const port = range.start + (cursor++ % range.size);
+    const bound = await listenOn(port).catch(() => null);
+    if (bound !== null) return bound;
+  }
+  return listenOn(0);
+}
+
+const SLICES = 8;
+let cursor = Math.floor(Math.random() * 1_000_000);
+
+interface PortRange {
+  start: number;
+  size: number;
+}
+
+/** This worker's slice of [10000, ephemeral low end); null when that span is too small to slice. */
+export function pickRange(ephemeralLow = ephemeralRangeLow(), worker = Number(process.env.JEST_WORKER_ID ?? 0)): PortRange | null {
+  const floor = 10_000;
+  const size = Math.floor((ephemeralLow - floor) / SLICES);
+  if (size < 100) return null;
+  const slice = (Number.isInteger(worker) && worker > 0 ? worker : 0) % SLICES;
+  return { start: floor + slice * size, size };
+}
+
+function ephemeralRangeLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) ? low : 0;
+  } catch {
+    return 0;
+  }
+}
+
+function listenOn(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
+    srv.once('error', reject);
+    srv.listen(port, '127.0.0.1', () => {
       const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
+      const bound = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(bound));
     });
-    srv.on('error', reject);
   });
 }
