@@ -169,3 +169,53 @@ describe('an MCP key cannot outlive the expiring key that made it', () => {
     expect((await counts(t)).keys).toBe(3);
   });
 });
+
+describe('revoking an MCP key takes a credential that could have granted its scopes', () => {
+  const revoke = (t: SeededTenant, id: string, headers: Record<string, string>) => h.call('DELETE', `${keysPath(t)}/${id}`, { headers });
+  const revokedAt = async (id: string) => (await h.db.pool.query<{ revoked_at: Date | null }>('SELECT revoked_at FROM api_keys WHERE id = $1', [id])).rows[0]!.revoked_at;
+
+  it('a write:api-keys key cannot revoke an MCP key whose read scopes it lacks (403 permission-denied, key still live)', async () => {
+    const t = await h.tenant();
+    const strong = await h.call('POST', keysPath(t), { key: t.apiKey, body: { name: 'strong', scopes: ['mcp:read:deliveries', 'mcp:read:endpoints'] } });
+    expect(strong.status).toBe(201);
+    const weak = await apiKeyWith(t, KEYS_ONLY);
+    const refused = await revoke(t, strong.body.id, { 'x-api-key': weak });
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(refused.body).toMatchObject({ type: 'https://hookline.dev/errors/permission-denied', status: 403, resource_id: strong.body.id, instance: refused.headers.get('x-request-id') });
+    expect(refused.body.detail).toMatch(/lacks read:deliveries\)/);
+    expect(await revokedAt(strong.body.id)).toBeNull();
+    expect((await h.call('GET', '/v1/mcp/deliveries/dlv_0000000000000000000000000/status', { headers: { 'x-mcp-api-key': strong.body.key } })).status).toBe(404);
+
+    // A key whose only scope needs nothing (mcp:read:endpoints) is revoked by the weak key,
+    // write group and all: any key manager may disable groups.
+    const agent = await h.call('POST', keysPath(t), { key: t.apiKey, body: { name: 'agent', scopes: ['mcp:read:endpoints'] } });
+    expect((await h.call('PUT', `${keysPath(t)}/${agent.body.id}/tool-groups/retry`, { key: t.apiKey })).status).toBe(200);
+    expect((await revoke(t, agent.body.id, { 'x-api-key': weak })).body).toMatchObject({ id: agent.body.id, tool_groups: [], revoked_at: expect.any(String) });
+    expect((await h.db.pool.query('SELECT 1 FROM mcp_tool_grants WHERE api_key_id = $1', [agent.body.id])).rowCount).toBe(0);
+
+    // A credential holding read:deliveries revokes the strong key.
+    const covering = await apiKeyWith(t, [...KEYS_ONLY, 'read:deliveries']);
+    expect((await revoke(t, strong.body.id, { 'x-api-key': covering })).status).toBe(200);
+    expect((await h.call('GET', '/v1/mcp/deliveries/dlv_0000000000000000000000000/status', { headers: { 'x-mcp-api-key': strong.body.key } })).status).toBe(401);
+    const audit = await h.db.pool.query<{ outcome: string }>(`SELECT outcome FROM audit_logs WHERE tenant_id = $1 AND action = 'mcp_keys.revoke' ORDER BY id`, [t.tenantId]);
+    expect(audit.rows.map((r) => r.outcome)).toEqual(['client_error:403', 'success:200', 'success:200']);
+  });
+
+  it('an MCP administrator revokes keys within its own scopes, not stronger ones', async () => {
+    const t = await h.tenant();
+    const admin = await h.call('POST', keysPath(t), { key: t.apiKey, body: { name: 'admin', scopes: ['mcp:admin:keys', 'mcp:read:health'] } });
+    const peer = await h.call('POST', keysPath(t), { key: t.apiKey, body: { name: 'peer', scopes: ['mcp:read:health'] } });
+    const stronger = await h.call('POST', keysPath(t), { key: t.apiKey, body: { name: 'stronger', scopes: ['mcp:read:health', 'mcp:read:logs'] } });
+    const asAdmin = { 'x-mcp-api-key': admin.body.key };
+
+    const up = await revoke(t, stronger.body.id, asAdmin);
+    expect(up.status).toBe(403);
+    expect(up.body).toMatchObject({ type: 'https://hookline.dev/errors/permission-denied', resource_id: stronger.body.id });
+    expect(up.body.detail).toMatch(/lacks mcp:read:logs\)/);
+    expect(await revokedAt(stronger.body.id)).toBeNull();
+
+    expect((await revoke(t, peer.body.id, asAdmin)).status).toBe(200);
+    expect(await revokedAt(peer.body.id)).not.toBeNull();
+  });
+});

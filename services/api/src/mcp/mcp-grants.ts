@@ -73,3 +73,19 @@ export function assertMayGrant(held: ReadonlySet<string>, what: { scope: McpScop
     ...asked,
   });
 }
+
+/**
+ * Object permission for revoking an MCP key, as for API keys (api-keys/api-key.routes.ts): a
+ * credential cannot take away a key that holds scopes it could not have granted. A
+ * control-API credential must hold the control-API scopes of each of the key's MCP scopes
+ * (the grant rule above); an MCP key must hold each of the key's MCP scopes itself. 403
+ * permission-denied naming the key (`resource_id`) otherwise. Write groups are not weighed:
+ * any credential that manages MCP keys may disable them. A scope this version does not know
+ * needs nothing more than managing keys.
+ */
+export function assertMayRevoke(revoker: { viaMcp: boolean; scopes: ReadonlySet<string> }, key: { id: string; scopes: readonly string[] }): void {
+  const needs = revoker.viaMcp ? key.scopes : key.scopes.flatMap((s) => MCP_SCOPE_NEEDS[s as McpScope] ?? []);
+  const lacking = [...new Set(needs.filter((s) => !revoker.scopes.has(s)))];
+  if (!lacking.length) return;
+  throw new AppError('permission-denied', `This credential cannot revoke an MCP key holding scopes it could not grant (it lacks ${lacking.join(', ')}).`, { resource_id: key.id });
+}

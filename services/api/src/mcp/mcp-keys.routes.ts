@@ -3,7 +3,7 @@ import type * as z from 'zod';
 import { AppError } from '@hookline/errors';
 import { authenticateApiKeyOnly, authenticateMcp, requireScope } from './mcp-auth';
 import { auditMcp } from './mcp-audit';
-import { assertMayGrant } from './mcp-grants';
+import { assertMayGrant, assertMayRevoke } from './mcp-grants';
 import type { RateLimit } from '../config';
 import { apiContextOf, type ApiCaller, type McpDeps } from './mcp-deps';
 import { assertJsonBody } from '../http/json-body';
@@ -118,7 +118,7 @@ function write<B = undefined>(deps: McpDeps, action: string, need: 'write' | 'el
       await audit(out.status, out.resourceId, out.params ?? {});
       send(res, { status: out.status, body: out.body });
     } catch (err) {
-      await audit(err instanceof AppError ? err.status : 500, req.params['kid'] ? param(req, 'kid') : null, { path: req.path }).catch(() => undefined);
+      await audit(err instanceof AppError ? err.status : 500, req.params['kid'] ? param(req, 'kid') : null, { path: req.path }).catch((k) => assertMayRevoke(admin, k));
       throw err;
     }
   };
@@ -147,7 +147,8 @@ export function mcpKeyRoutes(router: Router, deps: McpDeps, json: RequestHandler
     return { status: 201, body: key, resourceId: key.id, params: { name: key.name, scopes: key.scopes, expires_at: key.expires_at, rate_limit: body.rate_limit ?? null } };
   }, createKeyBody));
   router.delete(`${BASE}/:kid`, write(deps, 'mcp_keys.revoke', 'write', async (admin, req) => {
-    const key = await revokeMcpKey(deps, admin.tenantId, param(req, 'kid'));
+    // Not a key holding scopes the caller could not grant (mcp-grants.ts): 403 permission-denied.
+    const key = await revokeMcpKey(deps, admin.tenantId, param(req, 'kid'), (k) => assertMayRevoke(admin, k));
     return { status: 200, body: key, resourceId: key.id };
   }));
   router.put(`${BASE}/:kid/tool-groups/:group`, write(deps, 'mcp_keys.enable_tool_group', 'elevate', async (admin, req) => {

@@ -136,10 +136,11 @@ export async function createMcpKey(
  * so a group being enabled at the same time (setToolGroup) either lands before, and is
  * deleted here, or waits and then finds the key revoked.
  */
-export async function revokeMcpKey(deps: McpDeps, tenantId: string, keyId: string): Promise<McpKeyView> {
+export async function revokeMcpKey(deps: McpDeps, tenantId: string, keyId: string, mayRevoke: (key: Pick<KeyRow, 'id' | 'scopes'>) => void): Promise<McpKeyView> {
   await withTransaction(deps.pool, async (client) => {
-    const { rowCount } = await client.query(`SELECT 1 FROM api_keys WHERE id = $1 AND tenant_id = $2 AND kind = 'mcp' FOR UPDATE`, [keyId, tenantId]);
-    if (!rowCount) throw AppError.notFound('MCP key');
+    const { rows } = await client.query<Pick<KeyRow, 'id' | 'scopes'>>(`SELECT id, scopes FROM api_keys WHERE id = $1 AND tenant_id = $2 AND kind = 'mcp' FOR UPDATE`, [keyId, tenantId]);
+    if (!rows[0]) throw AppError.notFound('MCP key');
+    mayRevoke(rows[0]);
     await client.query(`UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, [keyId]);
     await client.query(`DELETE FROM mcp_tool_grants WHERE api_key_id = $1`, [keyId]);
   });

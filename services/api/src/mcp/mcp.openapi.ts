@@ -212,7 +212,9 @@ export const mcpPaths: ExtraPaths = {
       422: "unprocessable-entity (errors: [{field, message}]): expires_at is not in the future, or, created with an MCP key, a rate_limit figure is above that key's own effective limit (nothing is created)",
     }),
   },
-  '/v1/tenants/{tid}/mcp-keys/{kid}': { delete: keyOp('mcp.keys.revoke', 'Revoke an MCP key at once (its write groups go with it, in the same transaction)', ['kid'], 200, []) },
+  '/v1/tenants/{tid}/mcp-keys/{kid}': { delete: keyOp('mcp.keys.revoke', 'Revoke an MCP key at once (its write groups go with it, in the same transaction)', ['kid'], 200, [], undefined, {
+    403: "permission-denied (resource_id): the key holds scopes the caller could not grant: a control-API credential must hold the control-API scopes of each of the key's MCP scopes, an MCP key each of those MCP scopes itself. Write groups are not weighed (any credential managing MCP keys may disable them). insufficient-scope when the caller may not manage MCP keys at all",
+  }) },
   '/v1/tenants/{tid}/mcp-keys/{kid}/tool-groups/{group}': {
     put: keyOp('mcp.keys.enableToolGroup', 'Enable a write tool group (retry, replay, configuration) for a key', ['kid', 'group'], 200, []),
     delete: keyOp('mcp.keys.disableToolGroup', 'Disable a write tool group for a key', ['kid', 'group'], 200, []),
