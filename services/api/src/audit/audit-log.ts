@@ -3,7 +3,7 @@ import type { AppContext } from '../context';
 import { maskUrlCredentials } from '../destinations/url-credentials';
 import { MAX_BODY_DEPTH } from '../http/storable-request';
 import { REDACTED } from '../ingesters/secret-config-keys';
-import { isSecretLookingKey } from '../lib/secret-keys';
+import { isSecretLookingKey } from '@hookline/logger';
 
 // Secret-looking keys (lib/secret-keys.ts, the rule that refuses them in config) are replaced
 // at any depth; headers, header rules and mTLS blocks keep their names only, whatever their

@@ -6,8 +6,7 @@ import { asObject, iso } from '../lib/format';
 import { announce, duplicateName, lockNames, unresolved } from '../lib/config-writes';
 import type { Destination } from '../lib/models';
 import { REDACTED, redactSecretLookingKeys, secretLookingKeyErrors } from '../ingesters/secret-config-keys';
-import { isSecretLookingKey } from '../lib/secret-keys';
-import { isCredentialHeader } from '../lib/secret-keys';
+import { isCredentialHeader, isSecretLookingKey } from '@hookline/logger';
 import type { DestinationBody, DestinationConfigInput } from './destination.schema';
 import { hasMaskedCredentials, hasUrlCredentials, maskUrlCredentials, normaliseCredentialUrl, restoreUrlCredentials, URL_SECRET_MASK } from './url-credentials';
 

@@ -1,4 +1,4 @@
-import { isCredentialHeader } from '../lib/secret-keys';
+import { isCredentialHeader } from '@hookline/logger';
 
 /**
  * A destination URL's userinfo (https://user:password@host/…) is sent by the deliverer as

@@ -1,5 +1,5 @@
 import { redactSecretLookingKeys, secretLookingKeyErrors } from './secret-config-keys';
-import { isCredentialHeader } from '../lib/secret-keys';
+import { isCredentialHeader } from '@hookline/logger';
 
 describe('secret-looking config keys', () => {
   it('are refused at any depth, naming the full path', () => {

@@ -1,6 +1,6 @@
 import type { FieldError } from '@hookline/errors';
 import { MAX_BODY_DEPTH } from '../http/storable-request';
-import { isSecretLookingKey } from '../lib/secret-keys';
+import { isSecretLookingKey } from '@hookline/logger';
 
 /** What views show instead of a write-only value; a write that sends it back keeps the stored value. */
 export const REDACTED = '[redacted]';

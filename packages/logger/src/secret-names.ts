@@ -1,7 +1,8 @@
 /**
- * What counts as a credential, defined once: the refusal of secret-looking config keys
+ * What counts as a credential, defined once: the api's refusal of secret-looking config keys
  * (ingesters, destinations), the views that redact them, the destination views' credential
- * headers and query parameters, and the audit log's redaction all use these two predicates.
+ * headers and query parameters, the audit log's redaction, and every service's log lines
+ * (index.ts) use these two predicates.
  *
  * A name is read as words (`client_secret`, `clientSecret`, `X-Client-Secret` are all
  * "client secret"), so that ordinary names that merely contain a credential's letters
@@ -16,9 +17,15 @@ const LAST = new Set(['token', 'signature', 'sig', 'hmac', 'auth', 'authorizatio
 /** `<kind>_key` is a credential (api_key, consumer_key, shared_key, signing_key), except for these kinds, which name data. */
 const DATA_KEYS = new Set(['idempotency', 'routing', 'partition', 'sort', 'dedup', 'dedupe', 'cache', 'lookup', 'public', 'group', 'order', 'ordering', 'primary', 'foreign', 'index', 'hash', 'range', 'object', 'event', 'message', 'correlation']);
 
-/** The words of a name: camelCase and any separator split, lower-cased. */
+/**
+ * The words of a name: camelCase and any separator split, lower-cased, without trailing
+ * digest or version words (`x-hub-signature-256` is a signature, `x-shopify-hmac-sha256` an
+ * HMAC, `api_key_2` a key).
+ */
 function wordsOf(name: string): string[] {
-  return name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
+  const words = name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
+  while (words.length > 1 && /^(?:v?\d+|sha\d*)$/.test(words[words.length - 1]!)) words.pop();
+  return words;
 }
 
 /** True when a settings or parameter key names a credential. */
