@@ -35,7 +35,8 @@ describe.each(PROVIDERS)('$provider through HTTP', (p) => {
   const post = (headers: Record<string, string>, body = p.body) => h.post(path(), body, { 'content-type': p.contentType, ...p.headers, ...headers });
 
   beforeAll(async () => {
-    ({ ingesterId } = await h.seedIngester({ provider: p.provider, secrets }));
+    // Twilio signs the URL it was given: the suffix must be configured (twilio_url_suffixes).
+    ({ ingesterId } = await h.seedIngester({ provider: p.provider, secrets, config: p.provider === 'twilio' ? { twilio_url_suffixes: ['/hook?src=test'] } : {} }));
   });
 
   test('signed with the second (rotated-in) secret → 202 with the provider event type', async () => {

@@ -11,7 +11,7 @@ import type { IngestConfig } from './config';
 import { unsupportedEncoding } from './content-encoding';
 import { createEventBatcher, type EventBatcher } from './event-batcher';
 import { createIngesterCache, type IngesterCache } from './ingester-cache';
-import { ingestEvent, type IngestDeps } from './ingest-event';
+import { ingestEvent, toleranceCap, type IngestDeps } from './ingest-event';
 import { outcomeOfError, type IngestOutcome } from './ingest-outcome';
 
 export interface IngestAppDeps {
@@ -64,7 +64,25 @@ export function createIngestApp(deps: IngestAppDeps): IngestApp {
     routeLingerMs: config.INGEST_ROUTE_LINGER_MS,
     routeBatchMax: config.INGEST_ROUTE_BATCH_MAX,
   });
-  const ingest: IngestDeps = { pool: deps.pool, cache, batcher, logger, publicUrl: config.INGEST_PUBLIC_URL.replace(/\/+$/, ''), trustedProxies: deps.trustedProxies, dbTimeoutMs: config.INGEST_DB_TIMEOUT_MS };
+  const maxToleranceSeconds = toleranceCap(config.DEDUP_WINDOW_SECONDS);
+  if (config.SIGNATURE_TOLERANCE_SECONDS > maxToleranceSeconds) {
+    logger.warn('SIGNATURE_TOLERANCE_SECONDS is cut to what DEDUP_WINDOW_SECONDS covers, so that a signed request cannot be replayed once its dedup record expired', {
+      signature_tolerance_seconds: config.SIGNATURE_TOLERANCE_SECONDS,
+      dedup_window_seconds: config.DEDUP_WINDOW_SECONDS,
+      tolerance_used_seconds: maxToleranceSeconds,
+    });
+  }
+  const ingest: IngestDeps = {
+    pool: deps.pool,
+    cache,
+    batcher,
+    logger,
+    publicUrl: config.INGEST_PUBLIC_URL.replace(/\/+$/, ''),
+    trustedProxies: deps.trustedProxies,
+    dbTimeoutMs: config.INGEST_DB_TIMEOUT_MS,
+    dedupWindowSeconds: config.DEDUP_WINDOW_SECONDS,
+    maxToleranceSeconds,
+  };
   let draining = false;
 
   if (deps.subscriber) {

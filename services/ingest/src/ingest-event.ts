@@ -14,6 +14,7 @@ import { recordRejection, type Rejection } from './record-rejection';
 import { checkRequiredHeaders } from './source-rules';
 import { correlationId } from './trace';
 import { dedupKeyOf } from './dedup-key';
+import { findKey, holdKey } from './retry-key';
 import type { WriteOutcome } from './write-batch';
 
 export interface IngestDeps {
@@ -26,6 +27,10 @@ export interface IngestDeps {
   trustedProxies: readonly Cidr[];
   /** INGEST_DB_TIMEOUT_MS: the longest wait for one PostgreSQL statement. */
   dbTimeoutMs?: number;
+  /** DEDUP_WINDOW_SECONDS: how long a key recorded here (a signed generic request's Idempotency-Key) lives. */
+  dedupWindowSeconds: number;
+  /** The longest timestamp tolerance a dedup record outlives (toleranceCap): an ingester's longer one is cut to it. */
+  maxToleranceSeconds?: number;
   nowSeconds?: () => number;
 }
 
@@ -47,14 +52,32 @@ export interface IngestInput {
 
 const MAX_KEY = 200;
 const sha256 = (v: BinaryLike): string => createHash('sha256').update(v).digest('hex');
+// Keys are stored as given unless very long (then as their hash, still unique).
+const storedKey = (key: string): string => (key.length > MAX_KEY ? `sha256:${sha256(key)}` : key);
+
+/** Room for clocks that differ between ingest replicas (a signature checked by one, its replay by another). */
+const CLOCK_MARGIN_SECONDS = 60;
+
+/**
+ * The longest timestamp tolerance that DEDUP_WINDOW_SECONDS covers. A signed id's record is
+ * made when its request is first accepted, which may be as early as t - tolerance, and a
+ * replay is accepted up to t + tolerance: the record must outlive twice the tolerance, or a
+ * replay that comes after it expired would take it over as a new event.
+ */
+export const toleranceCap = (dedupWindowSeconds: number): number => Math.max(1, Math.floor((dedupWindowSeconds - CLOCK_MARGIN_SECONDS - 1) / 2));
+
+const conflict = (key: string): AppError =>
+  new AppError('idempotency-conflict', 'This Idempotency-Key was already used on this endpoint with a different request body.', { idempotency_key: key });
 
 /**
  * One inbound webhook, after its body was read. Outcomes: accepted → 202 (stored and
  * committed), duplicate → the original 202 (the original event id) with
- * Idempotent-Replayed: true. Refusals throw AppError: 404
+ * Idempotent-Replayed: true (a signed generic request: its signed id's, or else its
+ * Idempotency-Key's). Refusals throw AppError: 404
  * unknown or inactive ingester, 403 address not allowed, 400 required header rule,
  * 401 signature (each with one ingest_rejections row), 409 idempotency-conflict (an
- * Idempotency-Key, used as the dedup key because the provider gave no delivery id,
+ * Idempotency-Key, used as a dedup key because the provider gave no delivery id or the
+ * request is signed generic (a second key beside its signed id),
  * reused with another body; nothing stored, no rejection row), 503 PostgreSQL unavailable.
  */
 export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise<Extract<WriteOutcome, { kind: 'accepted' | 'duplicate' }>> {
@@ -94,7 +117,16 @@ export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise
     }
   }
 
-  const { key, explicit } = dedupKeyOf(input.headers['idempotency-key'], adapter.dedupId(ctx));
+  const { key, explicit, retryKey } = dedupKeyOf(input.headers['idempotency-key'], adapter.dedupId(ctx), adapter.idPerSignature === true);
+  // A signed generic request's Idempotency-Key: a re-signed retry of an event already stored under it is that event.
+  if (retryKey) {
+    const prior = await findKey(deps.pool, ing.id, storedKey(retryKey), deps.dbTimeoutMs).catch((err: Error) => {
+      deps.logger.error('idempotency key lookup failed', { ingester_id: ing.id, request_id: input.requestId, error: err.message });
+      throw new AppError('service-unavailable', 'Events cannot be stored right now; retry later.', {}, { 'retry-after': '1' });
+    });
+    if (prior && prior.requestHash !== sha256(input.body)) throw conflict(retryKey);
+    if (prior) return { kind: 'duplicate', eventId: prior.eventId };
+  }
   const outcome = await deps.batcher.submit({
     eventId: newId('evt'),
     tenantId: ing.tenantId,
@@ -102,8 +134,7 @@ export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise
     type: ing.eventTypePath ? getStringAt(ctx.json(), ing.eventTypePath) : adapter.eventType(ctx),
     correlationId: input.trace?.context.traceId ?? correlationId(input.headers['traceparent']),
     traceparent: input.trace?.traceparent,
-    // Keys are stored as given unless very long (then as their hash, still unique).
-    dedupKey: key ? (key.length > MAX_KEY ? `sha256:${sha256(key)}` : key) : null,
+    dedupKey: key ? storedKey(key) : null,
     explicitKey: explicit !== null,
     sourceIp,
     receivedAt: input.receivedAt,
@@ -112,21 +143,28 @@ export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise
     query: input.query,
     body: input.body,
   });
-  if (outcome.kind === 'conflict') {
-    throw new AppError('idempotency-conflict', 'This Idempotency-Key was already used on this endpoint with a different request body.', { idempotency_key: explicit });
+  if (outcome.kind === 'conflict') throw conflict(explicit ?? '');
+  if (retryKey && outcome.kind === 'accepted') {
+    // The event is committed: a failure here costs a later retry's dedup, never this answer.
+    await holdKey(deps.pool, { tenantId: ing.tenantId, ingesterId: ing.id, key: storedKey(retryKey), requestHash: sha256(input.body), eventId: outcome.eventId }, deps.dedupWindowSeconds, deps.dbTimeoutMs).catch((err: Error) =>
+      deps.logger.warn('idempotency key not recorded; a re-signed retry under it would be a new event', { ingester_id: ing.id, event_id: outcome.eventId, request_id: input.requestId, error: err.message }),
+    );
   }
   return outcome;
 }
 
 function providerContext(deps: IngestDeps, ing: IngesterSettings, input: IngestInput): ProviderContext {
   let parsed: { value: unknown } | null = null;
+  const query = input.query !== null ? `?${input.query}` : '';
   return {
     body: input.body,
     headers: input.headers,
     secrets: ing.secrets,
-    toleranceSeconds: ing.toleranceSeconds,
+    toleranceSeconds: Math.min(ing.toleranceSeconds, deps.maxToleranceSeconds ?? Number.POSITIVE_INFINITY),
     nowSeconds: deps.nowSeconds ? deps.nowSeconds() : Math.floor(Date.now() / 1000),
-    url: `${deps.publicUrl}${input.path}${input.query !== null ? `?${input.query}` : ''}`,
+    url: `${deps.publicUrl}${input.path}${query}`,
+    hookSuffix: `${input.path.slice(`/in/${input.ingesterId}`.length)}${query}`,
+    twilioUrlSuffixes: ing.twilioUrlSuffixes,
     ingesterId: ing.id,
     logger: deps.logger,
     json() {

@@ -20,6 +20,8 @@ export interface IngesterSettings {
    * turn a security control off (fail closed).
    */
   allowlist: Cidr[] | null;
+  /** config.twilio_url_suffixes: the only suffixes after `/in/<id>` a Twilio signature is checked on. */
+  twilioUrlSuffixes: string[];
 }
 
 export interface IngesterRow {
@@ -35,7 +37,8 @@ export interface IngesterRow {
 /**
  * Reads the non-secret settings of `ingesters.config`. The API validates them when
  * saved; here a bad value falls back to the default, except the allowlist, which fails
- * closed (an entry that is not a CIDR matches nothing, but the list still applies).
+ * closed (an entry that is not a CIDR matches nothing, but the list still applies), and
+ * twilio_url_suffixes (an entry that is not a string is dropped, the list still applies).
  */
 export function toSettings(row: IngesterRow, secrets: string[], defaultTolerance: number): IngesterSettings {
   const cfg = row.config !== null && typeof row.config === 'object' && !Array.isArray(row.config) ? (row.config as Record<string, unknown>) : {};
@@ -43,6 +46,7 @@ export function toSettings(row: IngesterRow, secrets: string[], defaultTolerance
   const path = cfg['event_type_path'];
   const rules = cfg['required_headers'];
   const list = cfg['ip_allowlist'];
+  const suffixes = cfg['twilio_url_suffixes'];
   const requiredHeaders: [string, string | null][] = [];
   if (rules !== null && typeof rules === 'object' && !Array.isArray(rules)) {
     for (const [name, value] of Object.entries(rules as Record<string, unknown>)) {
@@ -63,5 +67,7 @@ export function toSettings(row: IngesterRow, secrets: string[], defaultTolerance
     eventTypePath: typeof path === 'string' && path.trim() !== '' ? path : null,
     requiredHeaders,
     allowlist: enforce ? parseCidrList(entries).cidrs : null,
+    // Fails closed like the allowlist: a stored list keeps only its strings; none set means the bare hook URL.
+    twilioUrlSuffixes: Array.isArray(suffixes) ? suffixes.filter((x): x is string => typeof x === 'string') : [''],
   };
 }

@@ -34,6 +34,14 @@ const ingesterConfig = {
         'Source IPs or CIDRs allowed to send; requests from any other address are refused (403). Setting or changing it needs the Pro plan or above. A stored allowlist keeps being enforced whatever the plan (it never fails open after a downgrade); it can always be removed, and a PUT that sends it unchanged needs no plan.',
     },
     dedicated_ip: { type: 'boolean', description: 'Receive on a dedicated IP (Business plan and above)' },
+    twilio_url_suffixes: {
+      type: 'array',
+      items: { type: 'string', maxLength: 512, pattern: '^$|^[/?]', description: 'Path and/or query after /in/<id>, exactly as given to Twilio: "" (the bare hook URL), "/sms", "/voice?lang=en"' },
+      minItems: 1,
+      maxItems: 20,
+      description:
+        'Twilio only: the URLs (as suffixes after the hook URL) this ingester was given to Twilio as; default [""], the hook URL itself. A Twilio request posted to any other suffix is refused (401, signature_mismatch): Twilio signs the URL and the form parameters without separators, so a signature could otherwise be replayed with signed parameters moved into the URL. The bodySHA256 query parameter Twilio appends for JSON bodies is not part of the suffix.',
+    },
   },
   additionalProperties: true,
 } as const;
@@ -76,6 +84,7 @@ export interface IngesterConfigInput {
   event_type_path?: string;
   required_headers?: string[] | Record<string, string | null>;
   dedicated_ip?: boolean;
+  twilio_url_suffixes?: string[];
   [k: string]: unknown;
 }
 

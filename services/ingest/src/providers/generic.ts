@@ -1,4 +1,5 @@
-import { verifyServiceSignature } from '@hookline/signing';
+import { createHash } from 'node:crypto';
+import { parseServiceSignature, verifyServiceSignature } from '@hookline/signing';
 import { getStringAt } from '@hookline/http';
 import { header, type ProviderContext, type VerifyResult } from './types';
 
@@ -14,4 +15,19 @@ export function verify(ctx: ProviderContext): VerifyResult {
 
 /** Generic sources name their type where they like: `event_type_path` overrides this default. */
 export const eventType = (ctx: ProviderContext): string | null => getStringAt(ctx.json(), '$.type');
-export const dedupId = (): string | null => null;
+
+/**
+ * What the signature covers: `t` (as parsed, as verify() signed it) and the body's sha256. A
+ * captured request resent within the tolerance window is then a repeat of the original, with
+ * or without a fresh Idempotency-Key (which the signature does not cover). The v1 values are
+ * left out: an extra or reordered v1 entry would make another id for the same signed content.
+ * Only with secrets: otherwise nothing was verified and the request has no signed id.
+ */
+export function dedupId(ctx: ProviderContext): string | null {
+  if (ctx.secrets.length === 0) return null;
+  const { t } = parseServiceSignature(header(ctx, 'x-service-signature') ?? '');
+  return t === null ? null : `sig:${t}:${createHash('sha256').update(ctx.body).digest('hex')}`;
+}
+
+/** A sender's retry is signed afresh (another t, another id): its Idempotency-Key still names the delivery. */
+export const idPerSignature = true;

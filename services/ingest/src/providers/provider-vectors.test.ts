@@ -84,7 +84,18 @@ describe('provider specifics', () => {
     // An empty body with bodySHA256 (the hash of nothing) in the signed URL is authenticated.
     const emptyUrl = `${url}?bodySHA256=${createHash('sha256').update('').digest('hex')}`;
     const emptySig = createHmac('sha1', 'tok').update(emptyUrl).digest('base64');
-    expect(twilio.verify(providerCtx({ body: '', secrets: ['tok'], url: emptyUrl, headers: { 'content-type': 'application/json', 'X-Twilio-Signature': emptySig } }))).toEqual({ ok: true });
+    expect(twilio.verify(providerCtx({ body: '', secrets: ['tok'], url: emptyUrl, twilioUrlSuffixes: ['/status'], headers: { 'content-type': 'application/json', 'X-Twilio-Signature': emptySig } }))).toEqual({ ok: true });
+  });
+
+  test('Twilio: only a trailing bodySHA256 parameter is taken off the suffix (where Twilio appends it)', () => {
+    const h = 'ab'.repeat(32);
+    expect(twilio.splitBodyHash(`/voice?bodySHA256=${h}`)).toEqual({ configured: '/voice', bodyHash: h });
+    expect(twilio.splitBodyHash(`?lang=en&bodySHA256=${h}`)).toEqual({ configured: '?lang=en', bodyHash: h });
+    expect(twilio.splitBodyHash(`?bodySHA256=${h}`)).toEqual({ configured: '', bodyHash: h });
+    // Anywhere else it is part of the suffix, which must then be configured as such.
+    for (const s of [`?bodySHA256=${h}&x=`, `/sms?bodySHA256=${h}&x=From+1555`, `/a&bodySHA256=${h}`, `?a=1?bodySHA256=${h}`, `?xbodySHA256=${h}`, `?bodySHA256=${h}0`, '/voice']) {
+      expect(twilio.splitBodyHash(s)).toEqual({ configured: s, bodyHash: null });
+    }
   });
 
   test('Twilio: repeated form keys are signed with their values sorted', () => {

@@ -15,6 +15,10 @@ export interface ProviderContext {
   nowSeconds: number;
   /** The public URL the provider called: INGEST_PUBLIC_URL + path + query. */
   url: string;
+  /** What follows `/in/<id>` in that URL, path and `?query` as received ('' for the bare hook URL). */
+  hookSuffix: string;
+  /** config.twilio_url_suffixes: the suffixes the customer gave Twilio (default ['']: the bare hook URL). */
+  twilioUrlSuffixes: readonly string[];
   /** The body parsed as JSON (once), or undefined when it is not JSON. */
   json(): unknown;
   /** The ingester posted to, and ingest's logger: for warnings about its stored settings. */
@@ -26,6 +30,12 @@ export interface ProviderAdapter {
   verify(ctx: ProviderContext): VerifyResult;
   eventType(ctx: ProviderContext): string | null;
   dedupId(ctx: ProviderContext): string | null;
+  /**
+   * True when dedupId names one signed request rather than one delivery (generic: `t` and the
+   * body), so that a sender's re-signed retry gets another id: its Idempotency-Key is then
+   * held as a second key (dedup-key.ts).
+   */
+  idPerSignature?: boolean;
 }
 
 /** The first value of a header (node joins most repeated headers already). */

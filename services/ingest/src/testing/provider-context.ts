@@ -1,9 +1,24 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ProviderContext } from '../providers';
 
-/** A provider context for unit tests: header names lower-cased, as node:http gives them. */
-export function providerCtx(opts: { body: string | Buffer; headers?: Record<string, string>; secrets: string[]; url?: string; nowSeconds?: number; toleranceSeconds?: number; ingesterId?: string; logger?: ProviderContext['logger'] }): ProviderContext {
+/**
+ * A provider context for unit tests: header names lower-cased, as node:http gives them. The
+ * hook suffix is what follows `/in/<id>` in `url` ('' for a URL without one); Twilio's
+ * configured suffixes default to [''], the bare hook URL, as an ingester's do.
+ */
+export function providerCtx(opts: {
+  body: string | Buffer;
+  headers?: Record<string, string>;
+  secrets: string[];
+  url?: string;
+  twilioUrlSuffixes?: string[];
+  nowSeconds?: number;
+  toleranceSeconds?: number;
+  ingesterId?: string;
+  logger?: ProviderContext['logger'];
+}): ProviderContext {
   const body = Buffer.isBuffer(opts.body) ? opts.body : Buffer.from(opts.body);
+  const url = opts.url ?? 'https://hooks.example.test/in/ing_test';
   const headers: IncomingHttpHeaders = {};
   for (const [k, v] of Object.entries(opts.headers ?? {})) headers[k.toLowerCase()] = v;
   return {
@@ -12,7 +27,9 @@ export function providerCtx(opts: { body: string | Buffer; headers?: Record<stri
     secrets: opts.secrets,
     toleranceSeconds: opts.toleranceSeconds ?? 300,
     nowSeconds: opts.nowSeconds ?? Math.floor(Date.now() / 1000),
-    url: opts.url ?? 'https://hooks.example.test/in/ing_test',
+    url,
+    hookSuffix: /^https?:\/\/[^/?#]+\/in\/[A-Za-z0-9_-]+((?:[/?].*)?)$/s.exec(url)?.[1] ?? '',
+    twilioUrlSuffixes: opts.twilioUrlSuffixes ?? [''],
     ingesterId: opts.ingesterId ?? 'ing_test',
     logger: opts.logger ?? { warn: () => undefined },
     json() {
