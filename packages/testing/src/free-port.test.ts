@@ -31,17 +31,19 @@ test('ports come from below the ephemeral range, so a listen(0) server can never
 });
 
 test('each jest worker draws from its own slice of the span', () => {
-  const slices = [1, 2, 3, 4, 5, 6, 7, 8].map((w) => pickRange(32768, w)!);
+  const slices = [1, 2, 3, 4, 5, 6, 7, 8].map((w) => pickRange({ low: 32768, high: 60999 }, w)!);
   for (const s of slices) {
     expect(s.start).toBeGreaterThanOrEqual(10_000);
     expect(s.start + s.size).toBeLessThanOrEqual(32768);
   }
   const sorted = [...slices].sort((a, b) => a.start - b.start);
   for (let i = 1; i < sorted.length; i += 1) expect(sorted[i]!.start).toBeGreaterThanOrEqual(sorted[i - 1]!.start + sorted[i - 1]!.size);
-  expect(pickRange(32768, 0)).toEqual(pickRange(32768, 8));
+  expect(pickRange({ low: 32768, high: 60999 }, 0)).toEqual(pickRange({ low: 32768, high: 60999 }, 8));
 });
 
-test('with no room below the ephemeral range it falls back to the kernel', () => {
-  expect(pickRange(10_500, 1)).toBeNull();
-  expect(pickRange(0, 1)).toBeNull();
+test('with no room below the ephemeral range it slices the ports above it, else falls back to the kernel', () => {
+  const above = pickRange({ low: 1024, high: 60999 }, 3)!;
+  expect(above.start).toBeGreaterThan(60999);
+  expect(above.start + above.size).toBeLessThanOrEqual(65536);
+  expect(pickRange({ low: 1024, high: 65535 }, 1)).toBeNull();
 });

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 /**
  * A loopback port that nothing listens on now, for a process started next to bind.
  *
- * Ports come from below the kernel's ephemeral range, so a server that listens on
+ * Ports come from outside the kernel's ephemeral range, so a server that listens on
  * port 0 (test receivers, proxies) can never be handed a port that a service is
  * about to bind, or one a stopped service will be restarted on: that race sent one
  * test file's readiness probes to another file's receiver. Each jest worker (and
@@ -30,22 +30,28 @@ interface PortRange {
   size: number;
 }
 
-/** This worker's slice of [10000, ephemeral low end); null when that span is too small to slice. */
-export function pickRange(ephemeralLow = ephemeralRangeLow(), worker = Number(process.env.JEST_WORKER_ID ?? 0)): PortRange | null {
-  const floor = 10_000;
-  const size = Math.floor((ephemeralLow - floor) / SLICES);
-  if (size < 100) return null;
+/**
+ * This worker's slice of the ports outside the kernel's ephemeral range: [10000, its low
+ * end) when that has room, else (its high end, 65535]; null when neither has (then ports
+ * come from the kernel, and the race this avoids is back).
+ */
+export function pickRange(ephemeral = ephemeralRange(), worker = Number(process.env.JEST_WORKER_ID ?? 0)): PortRange | null {
   const slice = (Number.isInteger(worker) && worker > 0 ? worker : 0) % SLICES;
-  return { start: floor + slice * size, size };
+  for (const [floor, top] of [[10_000, ephemeral.low], [ephemeral.high + 1, 65_536]] as const) {
+    const size = Math.floor((top - floor) / SLICES);
+    if (size >= 100) return { start: floor + slice * size, size };
+  }
+  return null;
 }
 
-function ephemeralRangeLow(): number {
+function ephemeralRange(): { low: number; high: number } {
   try {
-    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
-    return Number.isInteger(low) ? low : 0;
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (Number.isInteger(low) && Number.isInteger(high)) return { low: low!, high: high! };
   } catch {
-    return 0;
+    // not Linux: the kernel's default range elsewhere starts at 49152
   }
+  return { low: 49_152, high: 65_535 };
 }
 
 function listenOn(port: number): Promise<number> {
