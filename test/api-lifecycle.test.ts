@@ -1,5 +1,6 @@
 import IORedis from 'ioredis';
 import { configChannel } from '@hookline/queues';
+import { waitFor } from '@hookline/testing';
 import { startApi, type ApiHarness } from './api-harness';
 import { createPipeline, setOwnerState } from './api-fixtures';
 
@@ -132,7 +133,8 @@ describe('configuration lifecycle', () => {
       const t = await h.tenant();
       const made = await h.call('POST', ing(t.tenantId), { key: t.apiKey, body: { name: 'x', provider: 'generic' } });
       await h.call('POST', `${ing(t.tenantId)}/${made.body.id}/disable`, { key: t.apiKey });
-      for (let i = 0; i < 50 && seen.length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+      // Waited for, then compared whole (a timeout here shows in the comparison below).
+      await waitFor(() => seen.length >= 2, { timeoutMs: 10_000, intervalMs: 20, what: 'two config announcements' }).catch(() => undefined);
       expect(seen).toEqual([
         { kind: 'ingester', id: made.body.id, tenantId: t.tenantId },
         { kind: 'ingester', id: made.body.id, tenantId: t.tenantId },

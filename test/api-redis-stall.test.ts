@@ -11,7 +11,7 @@ let proxy: RedisProxy;
 let h: ApiHarness;
 beforeAll(async () => {
   proxy = await startRedisProxy();
-  h = await startApi('apistall', { REDIS_URL: proxy.url, REDIS_COMMAND_TIMEOUT_MS: '300', RATE_LIMITS: 'free=600/100,pro=600/100,business=600/100,enterprise=600/100' }, { quiet: true });
+  h = await startApi('apistall', { REDIS_URL: proxy.url, REDIS_COMMAND_TIMEOUT_MS: '2500', RATE_LIMITS: 'free=600/100,pro=600/100,business=600/100,enterprise=600/100' }, { quiet: true });
 });
 afterAll(async () => {
   proxy?.resume();

@@ -16,7 +16,7 @@ let proxy: RedisProxy;
 let h: ApiHarness;
 beforeAll(async () => {
   proxy = await startRedisProxy();
-  h = await startApi('clhbsig', { REDIS_URL: proxy.url, REDIS_COMMAND_TIMEOUT_MS: '300', SERVICE_SIGNATURE_TOLERANCE_SECONDS: '60' }, { quiet: true });
+  h = await startApi('clhbsig', { REDIS_URL: proxy.url, REDIS_COMMAND_TIMEOUT_MS: '2500', SERVICE_SIGNATURE_TOLERANCE_SECONDS: '60' }, { quiet: true });
 });
 afterAll(async () => {
   proxy?.resume();

@@ -231,12 +231,26 @@ describe('POST …/disable, …/enable and DELETE', () => {
     const t = await h.tenant();
     const c = await enroll(t);
     expect((await h.call('POST', `${c.path}/disable`, { key: t.apiKey })).status).toBe(200);
-    const waiting = async (): Promise<number> =>
-      (await h.db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND query LIKE '%pg_advisory_xact_lock(hashtext($1))%'`)).rows[0].n;
     // A write in progress holds the tenant's destination name lock; the DELETE queues behind
     // it, then the create (which, checking the cluster before taking the lock, would already
     // have found it not deleted).
     const blocker = await h.db.pool.connect();
+    const blockerPid = Number((await blocker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);
+    // Name-lock waiters blocked, directly or through other waiters, by this test's blocker:
+    // api config writes of other test files wait on the same statement text, for locks of
+    // their own tenants, and must not be counted.
+    const waiting = async (): Promise<number> =>
+      (await h.db.pool.query(
+        `WITH RECURSIVE behind(pid) AS (
+           SELECT $1::int
+           UNION
+           SELECT a.pid FROM pg_stat_activity a JOIN behind b ON b.pid = ANY (pg_blocking_pids(a.pid))
+         )
+         SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE pid IN (SELECT pid FROM behind) AND pid <> $1
+            AND wait_event_type = 'Lock' AND wait_event = 'advisory' AND query LIKE '%pg_advisory_xact_lock(hashtext($1))%'`,
+        [blockerPid],
+      )).rows[0].n;
     try {
       await blocker.query('BEGIN');
       await blocker.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`names:destination:${t.tenantId}`]);

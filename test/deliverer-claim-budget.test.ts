@@ -11,7 +11,7 @@ let rx: Receiver;
 
 beforeAll(async () => {
   h = await createHarness('dlvbudget');
-  rx = await startReceiver(() => ({ status: 200, body: 'ok', delayMs: 150 }));
+  rx = await startReceiver();
 });
 
 afterAll(async () => {
@@ -27,16 +27,34 @@ async function peakClaimed(n: number, env: Record<string, string>): Promise<{ pe
   const { deps } = h.replica(env);
   let peak = 0;
   let running = true;
+  // The receiver holds each answer until a sample taken after its request arrived has been
+  // counted: every delivery being sent is then still claimed when the sampler looks, however
+  // slow the machine (no time window for the sampler to land in). Deliveries are claimed
+  // before they are sent, so such a sample sees at least the whole claimed chunk.
+  let started = 0;
+  const held: Array<{ after: number; release: () => void }> = [];
+  rx.setBehaviour(() => {
+    let release!: () => void;
+    const hold = new Promise<void>((r) => (release = r));
+    held.push({ after: started, release });
+    return { status: 200, body: 'ok', hold };
+  });
   const sampler = (async () => {
     while (running) {
+      const sample = ++started;
       const { rows } = await h.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE id = ANY($1) AND lease_until > now() AND status = 'pending'`, [ids]);
       peak = Math.max(peak, rows[0]!.n);
+      for (let i = held.length - 1; i >= 0; i--) {
+        if (held[i]!.after < sample) held.splice(i, 1)[0]!.release();
+      }
       await new Promise((r) => setTimeout(r, 15));
     }
   })();
-  const summary = await h.run(ids, deps);
-  running = false;
+  const summary = await h.run(ids, deps).finally(() => {
+    running = false;
+  });
   await sampler;
+  for (const x of held.splice(0)) x.release();
   const { rows } = await h.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE id = ANY($1) AND status = 'delivered'`, [ids]);
   expect(summary).toMatchObject({ claimed: n, delivered: n });
   return { peak, delivered: rows[0]!.n };

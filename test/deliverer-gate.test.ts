@@ -76,8 +76,8 @@ test('with Redis stalled (connection open, no replies) the gate lets the batch t
   const rx = await startReceiver();
   const proxy = await startRedisProxy();
   // A deliverer wired as main.ts wires it: breaker and rate limit on a producer connection,
-  // here through a proxy that can stall, with a short REDIS_COMMAND_TIMEOUT_MS.
-  const config = loadConfig(delivererEnv, { ...TEST_ENV, DATABASE_URL: h.db.url, QUEUE_PREFIX: h.prefix, BREAKER_FAILURE_THRESHOLD: '2', BREAKER_COOLDOWN_MS: '60000', REDIS_URL: proxy.url, REDIS_COMMAND_TIMEOUT_MS: '300' });
+  // here through a proxy that can stall, with a REDIS_COMMAND_TIMEOUT_MS short enough for the test, long enough for a loaded machine.
+  const config = loadConfig(delivererEnv, { ...TEST_ENV, DATABASE_URL: h.db.url, QUEUE_PREFIX: h.prefix, BREAKER_FAILURE_THRESHOLD: '2', BREAKER_COOLDOWN_MS: '60000', REDIS_URL: proxy.url, REDIS_COMMAND_TIMEOUT_MS: '2500' });
   const redis = createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER_NODES, { commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS });
   const producer = createProducer(redis, config.QUEUE_PREFIX);
   const logger = createLogger('deliverer-test', 'error');

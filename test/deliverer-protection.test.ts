@@ -10,9 +10,14 @@ jest.setTimeout(60_000);
 let h: Harness;
 const receivers: Receiver[] = [];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * The circuit's cooldown: long enough that the steps run while the circuit is open (a few
+ * database and Redis round trips) finish inside it with seconds to spare on a loaded machine.
+ */
+const COOLDOWN_MS = 4000;
 
 beforeAll(async () => {
-  h = await createHarness('dlvprotect', { BREAKER_FAILURE_THRESHOLD: '3', BREAKER_COOLDOWN_MS: '600' });
+  h = await createHarness('dlvprotect', { BREAKER_FAILURE_THRESHOLD: '3', BREAKER_COOLDOWN_MS: String(COOLDOWN_MS) });
 });
 
 afterAll(async () => {
@@ -49,11 +54,11 @@ test('the circuit opens after a run of failures, holds deliveries without using 
   // Due when the cooldown ends, not before; the delay (next_attempt_at less updated_at, one
   // statement's now()) runs to the end of the cooldown, not a whole cooldown from the release.
   // Exact bounds, whatever time the steps in between took.
-  expect(row.next_attempt_at.getTime()).toBeGreaterThanOrEqual(open.openedAt!.getTime() + 600);
-  expect(row.next_attempt_at.getTime() - row.updated_at.getTime()).toBeLessThan(600);
+  expect(row.next_attempt_at.getTime()).toBeGreaterThanOrEqual(open.openedAt!.getTime() + COOLDOWN_MS);
+  expect(row.next_attempt_at.getTime() - row.updated_at.getTime()).toBeLessThan(COOLDOWN_MS);
 
   // After the cooldown one probe goes; it fails, so the circuit opens again.
-  await sleep(650);
+  await sleep(Math.max(0, open.openedAt!.getTime() + COOLDOWN_MS + 50 - Date.now()));
   expect(await h.run([held.deliveryId, other.deliveryId])).toMatchObject({ claimed: 2, deferred: 1, failed: 1 });
   expect(rx.requests).toHaveLength(4);
   const reopened = await readDestinationHealthState(h.redis, h.prefix, dst.id);
@@ -62,7 +67,7 @@ test('the circuit opens after a run of failures, holds deliveries without using 
 
   // The destination recovers: the next probe succeeds and the circuit closes.
   setFailing(false);
-  await sleep(650);
+  await sleep(Math.max(0, reopened.openedAt!.getTime() + COOLDOWN_MS + 50 - Date.now()));
   const probe = (await h.row(held.deliveryId)).attempt_count === 1 ? other : held;
   expect(await h.run([probe.deliveryId])).toMatchObject({ delivered: 1 });
   expect(await readDestinationHealthState(h.redis, h.prefix, dst.id)).toMatchObject({ state: 'closed', consecutiveFailures: 0, failingSince: null });
@@ -114,8 +119,16 @@ test('rate_limit_per_second holds across two replicas: the rest wait (no attempt
   const ids = ds.map((d) => d.deliveryId);
   h.startWorker();
   const second = h.replica();
-  // Start right after a second boundary so that both first batches share one window.
-  await sleep(1010 - (Date.now() % 1000));
+  // deliverBatch takes its gate's clock from Date.now() (no clock to inject), so both first
+  // batches are started right after a second boundary to share one rate window. Before each
+  // batch reads its clock there is one claim statement; the second replica's Redis
+  // connection is made beforehand. A timer that fires late on a loaded machine (past the
+  // first 100 ms of a second) waits for the next boundary: the batches always start with
+  // over 900 ms left in the window.
+  await second.deps.redis.ping();
+  do {
+    await sleep(1005 - (Date.now() % 1000));
+  } while (Date.now() % 1000 > 100);
   const [a, b] = await Promise.all([h.run(ids.slice(0, 5)), h.run(ids.slice(5), second.deps)]);
   expect(a.delivered + b.delivered).toBeLessThanOrEqual(3);
   expect(a.deferred + b.deferred).toBeGreaterThanOrEqual(6);

@@ -19,15 +19,21 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function receiver(delayMs = 0): Promise<Receiver> {
-  const r = await startReceiver(() => ({ status: 200, body: 'ok', delayMs }));
+/** A receiver answering 200; with `hold`, each answer waits until that promise settles. */
+async function receiver(hold?: Promise<unknown>): Promise<Receiver> {
+  const r = await startReceiver(() => ({ status: 200, body: 'ok', ...(hold ? { hold } : {}) }));
   receivers.push(r);
   return r;
 }
 
 test('a delivered request is recorded while a slower request of the same batch is still out', async () => {
+  // The slow receiver answers only once the test has seen the fast delivery recorded (not
+  // after a fixed delay that a slow machine could outlast).
+  let answerSlow!: () => void;
+  const slowAnswer = new Promise<void>((r) => (answerSlow = r));
   const fast = await h.destination(`${(await receiver()).url}/fast`);
-  const slow = await h.destination(`${(await receiver(1500)).url}/slow`, { config: { timeout_ms: 10_000 } });
+  const slowRx = await receiver(slowAnswer);
+  const slow = await h.destination(`${slowRx.url}/slow`, { config: { timeout_ms: 10_000 } });
   const a = await h.delivery(fast.id);
   const b = await h.delivery(slow.id);
   let finished = false;
@@ -35,11 +41,16 @@ test('a delivered request is recorded while a slower request of the same batch i
     finished = true;
     return s;
   });
-  await waitFor(async () => (await h.row(a.deliveryId)).status === 'delivered', { what: 'the fast delivery recorded' });
-  expect((await h.row(b.deliveryId)).status).toBe('delivering');
-  expect(await h.attempts(a.deliveryId)).toHaveLength(1);
-  expect(finished).toBe(false);
+  try {
+    await waitFor(async () => (await h.row(a.deliveryId)).status === 'delivered', { what: 'the fast delivery recorded' });
+    expect((await h.row(b.deliveryId)).status).toBe('delivering');
+    expect(await h.attempts(a.deliveryId)).toHaveLength(1);
+    expect(finished).toBe(false);
+  } finally {
+    answerSlow();
+  }
   expect(await run).toMatchObject({ claimed: 2, delivered: 2 });
+  expect(slowRx.requests).toHaveLength(1);
   expect((await h.row(b.deliveryId)).status).toBe('delivered');
   expect((await h.event(a.eventId)).status).toBe('delivered');
 });

@@ -76,7 +76,7 @@ describe('PostgreSQL stalled (connections open, nothing answered)', () => {
   let proxy: TcpProxy;
   beforeAll(async () => {
     proxy = await startTcpProxy(Number(new URL(process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test').port || 5432));
-    h = await startIngestHarness({ label: 'ingstallpg', env: { INGEST_DB_TIMEOUT_MS: '300' }, appDatabaseUrl: (url) => withPort(url, proxy.port) });
+    h = await startIngestHarness({ label: 'ingstallpg', env: { INGEST_DB_TIMEOUT_MS: '2500' }, appDatabaseUrl: (url) => withPort(url, proxy.port) });
   });
   afterAll(async () => {
     await proxy.cut();

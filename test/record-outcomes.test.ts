@@ -4,7 +4,7 @@
 // each statement of the function reads after the event's lock is held, so the second
 // writer sees the first's commit. One statement doing all of it would read from a snapshot
 // taken before the lock, and both writers would miss each other.
-import { newId, type Pool } from '@hookline/db';
+import { createPool, newId, type Pool } from '@hookline/db';
 import { waitFor } from '@hookline/testing';
 import { CLAIMABLE_SQL, recordOutcomes, recordOwnedOutcomes, type Decision, type Outcome } from '@hookline/delivery';
 import { insertFlow } from './router-fixtures';
@@ -14,14 +14,38 @@ import { createHarness, type Harness } from './deliverer-fixtures';
 jest.setTimeout(60_000);
 
 let h: Harness;
+/**
+ * The outcome writers of this file run on their own pool whose connections carry an
+ * application_name unique to this file (its schema), so the waiters counted below are this
+ * file's own: other files (api replay, deliverer recording) call record_delivery_outcomes
+ * on the same server and may be waiting for a lock at the same moment.
+ */
+let writers: Pool;
+let appName: string;
 
 beforeAll(async () => {
   h = await createHarness('recout');
+  appName = h.db.schema;
+  const url = new URL(h.db.url);
+  url.searchParams.set('application_name', appName);
+  writers = createPool(url.toString(), 5);
 });
 
 afterAll(async () => {
+  await writers?.end();
   await h?.close();
 });
+
+/** This file's outcome calls now waiting for a lock (optionally: directly behind backend `blocker`). */
+async function ownWaiters(blocker?: number): Promise<number> {
+  const { rows } = await h.db.pool.query<{ n: string }>(
+    `SELECT count(*) AS n FROM pg_stat_activity
+      WHERE application_name = $1 AND wait_event_type = 'Lock' AND query LIKE '%record_delivery_outcomes%'
+        AND ($2::int IS NULL OR $2::int = ANY (pg_blocking_pids(pid)))`,
+    [appName, blocker ?? null],
+  );
+  return Number(rows[0]!.n);
+}
 
 /** An event with `n` deliveries to one destination, each claimed under its own owner. */
 async function fannedOut(n: number): Promise<{ eventId: string; deliveries: Array<{ id: string; owner: string }> }> {
@@ -65,12 +89,10 @@ async function behindEventLock(eventId: string, writes: Array<() => Promise<unkn
   try {
     const running = writes.map((w) => w());
     // Asked outside the holder's transaction: a transaction sees one snapshot of pg_stat_activity.
-    const waiting = async (): Promise<number> =>
-      Number((await h.db.pool.query<{ n: string }>(
-        `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%record_delivery_outcomes%' `,
-      )).rows[0]!.n);
-    for (let i = 0; i < 200 && (await waiting()) < writes.length; i++) await new Promise((r) => setTimeout(r, 25));
-    expect(await waiting()).toBe(writes.length);
+    // Only this file's writers (application_name) are counted; the second waits behind the
+    // first waiter rather than the holder, so the count is not narrowed to the holder's pid.
+    for (let i = 0; i < 800 && (await ownWaiters()) < writes.length; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(await ownWaiters()).toBe(writes.length);
     await holder.query('COMMIT');
     await Promise.all(running);
   } finally {
@@ -81,8 +103,8 @@ async function behindEventLock(eventId: string, writes: Array<() => Promise<unkn
 test('two batches finishing one event at once: the event ends delivered', async () => {
   const { eventId, deliveries: [a, b] } = await fannedOut(2);
   await behindEventLock(eventId, [
-    () => recordOutcomes(h.db.pool, a!.owner, [outcome(a!.id, eventId, { status: 'delivered' })]),
-    () => recordOutcomes(h.db.pool, b!.owner, [outcome(b!.id, eventId, { status: 'delivered' })]),
+    () => recordOutcomes(writers, a!.owner, [outcome(a!.id, eventId, { status: 'delivered' })]),
+    () => recordOutcomes(writers, b!.owner, [outcome(b!.id, eventId, { status: 'delivered' })]),
   ]);
   expect((await h.event(eventId)).status).toBe('delivered');
   expect((await h.row(a!.id)).status).toBe('delivered');
@@ -93,8 +115,8 @@ test('two batches finishing one event at once: the event ends delivered', async 
 test('one delivered and one failed at once: the event ends failed, the failure scheduled', async () => {
   const { eventId, deliveries: [a, b] } = await fannedOut(2);
   await behindEventLock(eventId, [
-    () => recordOutcomes(h.db.pool, a!.owner, [outcome(a!.id, eventId, { status: 'delivered' })]),
-    () => recordOutcomes(h.db.pool, b!.owner, [outcome(b!.id, eventId, { status: 'failed', delayMs: 60_000 })]),
+    () => recordOutcomes(writers, a!.owner, [outcome(a!.id, eventId, { status: 'delivered' })]),
+    () => recordOutcomes(writers, b!.owner, [outcome(b!.id, eventId, { status: 'failed', delayMs: 60_000 })]),
   ]);
   expect((await h.event(eventId)).status).toBe('failed');
   const failed = await h.row(b!.id);
@@ -149,13 +171,15 @@ test('a deadlock victim is written again: both outcomes recorded once, for every
   const other = await h.db.pool.connect();
   try {
     await other.query(`SET deadlock_timeout = '10s'`);
+    const otherPid = Number((await other.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);
     await other.query('BEGIN');
     await other.query('SELECT 1 FROM deliveries WHERE id = $1 FOR UPDATE', [b!.id]);
-    const written = recordOwnedOutcomes(h.db.pool, [
+    const written = recordOwnedOutcomes(writers, [
       { leaseOwner: b!.owner, outcomes: [outcome(b!.id, eventId, { status: 'delivered' })] },
       { leaseOwner: a!.owner, outcomes: [outcome(a!.id, eventId, { status: 'delivered' })] },
     ]);
-    await waitFor(async () => (await h.db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%record_delivery_outcomes%'`)).rowCount! > 0, { what: 'the outcome call waiting for b' });
+    // This file's outcome call, waiting behind `other` (which holds b): it holds a by then.
+    await waitFor(async () => (await ownWaiters(otherPid)) > 0, { what: 'the outcome call waiting for b' });
     await other.query('SELECT 1 FROM deliveries WHERE id = $1 FOR UPDATE', [a!.id]);
     await other.query('COMMIT');
     expect(await written).toHaveLength(2);

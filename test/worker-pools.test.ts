@@ -61,9 +61,14 @@ test('a dedicated tenant waits for its own pool, even through recovery; everyone
   const idsA = await post(a, 5);
   const idsB = await post(b, 5);
   await waitFor(() => rxB.requests.length === 5, { what: "B's deliveries" });
-  // Longer than RECOVERY_AFTER_MS (1 s): the default pool's recovery sweep has seen A's
-  // pending deliveries and re-enqueued them, on A's queue.
-  await new Promise((r) => setTimeout(r, 2500));
+  // Once A's deliveries are older than RECOVERY_AFTER_MS (1 s), the default pool's recovery
+  // sweep sees them pending and re-enqueues them, on A's queue: waited for by its log line
+  // rather than a fixed sleep (a loaded machine may take longer to get there). Waited for
+  // twice: a sweep re-enqueues a delivery at most once per RECOVERY_AFTER_MS, so a second
+  // line means the first re-enqueued jobs sat for over a second without the default pool
+  // sending them (had they gone to its queue, it would have, and A's receiver would show it).
+  const sweeps = (): number => stack.services.deliverer!.output().split('re-enqueued stranded deliveries').length - 1;
+  await waitFor(() => sweeps() >= 2 || rxA.requests.length > 0, { timeoutMs: 30_000, what: "the default pool's recovery sweep, twice" });
   expect(rxA.requests).toHaveLength(0);
   const { rows } = await stack.db.pool.query<{ status: string }>('SELECT d.status FROM deliveries d WHERE d.event_id = ANY($1::text[])', [idsA]);
   expect(rows.map((r) => r.status)).toEqual(idsA.map(() => 'pending'));
