@@ -10,6 +10,13 @@ export interface Outcome {
   attemptNumber: number;
   result: SendResult;
   decision: Decision;
+  /**
+   * The attempt row's id. A writer that may run the same write again (a retry after the
+   * connection was lost, when its COMMIT may have landed) sets it once, before the first
+   * try, so that every try names the same row: record_delivery_outcomes inserts an id only
+   * once (migration 20261201000000_attempts_once). Unset: a new id for each call.
+   */
+  attemptId?: string;
 }
 
 // The attempts, the deliveries' outcomes and their events' status are written by one
@@ -106,7 +113,7 @@ function recordParams(unsorted: ReadonlyArray<{ o: Outcome; owner: string }>, op
   const rows = [...unsorted].sort(byDeliveryId);
   const col = <T>(f: (o: Outcome) => T): T[] => rows.map((x) => f(x.o));
   return [
-    col(() => newId('att')),
+    col((o) => o.attemptId ?? newId('att')),
     col((o) => o.tenantId),
     col((o) => o.deliveryId),
     col((o) => o.attemptNumber),

@@ -1,4 +1,4 @@
-import { retryTransient } from '@hookline/db';
+import { newId, retryTransient } from '@hookline/db';
 import { groupBy, type Outcome } from '@hookline/delivery';
 import { releaseDeliveries } from './claim-deliveries';
 import type { DeliverDeps } from './deliver-batch';
@@ -70,11 +70,18 @@ export async function writeFinished(deps: DeliverDeps, leaseOwner: string, items
  * giving up would send it again once the lease expired. Once it has committed, not after
  * the chunk's slowest request, the failed deliveries' retries are enqueued (their
  * next_attempt_at is set by this write) and their destinations' circuits hear of the
- * results.
+ * results, once, however many tries the write took.
+ *
+ * A connection lost after the COMMIT reached PostgreSQL, before its reply came back, fails
+ * the try although the call committed: the attempts' ids are therefore made here, once per
+ * outcome before the first try, and every retry passes the same ones, which the function
+ * inserts only once (migration 20261201000000_attempts_once). The rest of the call is
+ * harmless to repeat: the deliveries' update matches only the lease the first call dropped,
+ * and the events' roll-up reads the deliveries as they are.
  */
 async function recordSent(deps: DeliverDeps, leaseOwner: string, sent: { outcome: Outcome; destinationId: string }[]): Promise<void> {
   if (sent.length === 0) return;
-  const outcomes = sent.map((s) => s.outcome);
+  const outcomes = sent.map((s) => ({ ...s.outcome, attemptId: s.outcome.attemptId ?? newId('att') }));
   await retryWhileLeased(deps, 'record outcomes', outcomes.length, () => deps.db.record({ leaseOwner, outcomes }));
   const retries = outcomes.flatMap((o) => (o.decision.status === 'failed' ? [{ id: o.deliveryId, delayMs: o.decision.delayMs }] : []));
   await Promise.all([enqueueDue(deps, retries), recordHealth(deps, sent.map((s) => ({ destinationId: s.destinationId, result: s.outcome.result })))]);
