@@ -80,7 +80,7 @@ test.each([
   ['deliverer recovery sweep (also expired leases)', SWEEP_SQL, () => [30_000, 2000], [/deliveries_next_attempt_at_due_idx/]],
   ['release of held leases at drain (by the unfinished jobs\' ids)', RELEASE_SQL, () => ['x:', ['dlv_00000001', 'dlv_00000501']], [/deliveries_pkey/]],
   ['DLQ purge', PURGE_SQL, () => [86_400_000, 500], [/deliveries_exhausted_at_dlq_idx/]],
-  ['edge work lease', LEASE_SQL, () => ['cls_a', tenantId, 100, 60_000, 'edge:a:1'], [/destinations_cluster_id_idx/, /deliveries_destination_id_next_attempt_at_open_idx/]],
+  ['edge work lease', LEASE_SQL, () => ['cls_a', tenantId, 100, 60_000, 'edge@cls_a:a:1', 'v1.sealed-key'], [/destinations_cluster_id_idx/, /deliveries_destination_id_next_attempt_at_open_idx/]],
   ['edge wait sweep', TAKE_SQL, () => [60_000, 900_000, 2000, 'edge-wait:x'], [/destinations_cluster_id_idx/, /deliveries_destination_id_next_attempt_at_open_idx/]],
   // Leased deliveries are few everywhere: either partial index serves the count.
   ['cluster in_flight', IN_FLIGHT_SQL, () => [['cls_a']], [/destinations_cluster_id_idx/, /deliveries_(destination_id_next_attempt_at_open|next_attempt_at_due)_idx/]],

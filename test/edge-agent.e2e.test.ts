@@ -124,13 +124,21 @@ test('with no agent connected a delivery waits without using attempts, and goes 
 test('an agent killed mid-delivery: the lease expires and a second agent delivers it', async () => {
   // timeout 2 s: lease = max(EDGE_LEASE_MS 2000, 2000 + 1000) = 3 s.
   const p = await plane({ timeout_ms: 2000 });
-  p.rx.setBehaviour((n) => (n === 1 ? { status: 200, body: 'late', delayMs: 1500 } : { status: 200, body: 'ok' }));
+  // The first request is answered only once its agent is dead (held, not a fixed delay that
+  // a slow machine could outlast before the kill).
+  let answerFirst!: () => void;
+  const firstAnswer = new Promise<void>((r) => (answerFirst = r));
+  p.rx.setBehaviour((n) => (n === 1 ? { status: 200, body: 'late', hold: firstAnswer } : { status: 200, body: 'ok' }));
   const first = await agentFor(p);
   const body = Buffer.from('{"id":"evt_kill","type":"charge.refunded"}');
   const { deliveryId } = await send(p, body);
-  await waitFor(() => p.rx.requests.length === 1, { what: 'the first agent to start sending' });
-  await first.stop('SIGKILL');
-  expect(await deliveryRow(stack.db.pool, deliveryId)).toMatchObject({ status: 'delivering', attempt_count: 0 });
+  try {
+    await waitFor(() => p.rx.requests.length === 1, { what: 'the first agent to start sending' });
+    await first.stop('SIGKILL');
+    expect(await deliveryRow(stack.db.pool, deliveryId)).toMatchObject({ status: 'delivering', attempt_count: 0 });
+  } finally {
+    answerFirst();
+  }
 
   await agentFor(p);
   await waitFor(async () => (await deliveryRow(stack.db.pool, deliveryId)).status === 'delivered', { timeoutMs: 30_000, what: 'the second agent to deliver it' });
@@ -146,14 +154,24 @@ test('the agent never holds leased work unsent: the service\'s lease-time signat
   // lease more than it starts at once. One slot, the first request held: the second
   // delivery stays unleased until the slot frees, and is signed when it is leased then.
   const p = await plane();
-  p.rx.setBehaviour((n) => ({ status: 200, body: 'ok', delayMs: n === 1 ? 1500 : 0 }));
+  // The first request is held until the rows have been read (not for a fixed time a slow
+  // machine could outlast), so the slot is certainly still taken when they are.
+  let answerFirst!: () => void;
+  const firstAnswer = new Promise<void>((r) => (answerFirst = r));
+  p.rx.setBehaviour((n) => (n === 1 ? { status: 200, body: 'ok', hold: firstAnswer } : { status: 200, body: 'ok' }));
   const a = await send(p, Buffer.from('{"id":"evt_slot_a","type":"x"}'));
   const b = await send(p, Buffer.from('{"id":"evt_slot_b","type":"x"}'));
   await agentFor(p, { EDGE_MAX_IN_FLIGHT: '1' });
-  await waitFor(() => p.rx.requests.length === 1, { what: 'the agent to start the first delivery' });
-  const rows = await Promise.all([a, b].map((d) => deliveryRow(stack.db.pool, d.deliveryId)));
-  expect(rows.map((r) => r.status).sort()).toEqual(['delivering', 'pending']);
-  expect(rows.find((r) => r.status === 'pending')).toMatchObject({ attempt_count: 0, lease_owner: null });
+  try {
+    await waitFor(() => p.rx.requests.length === 1, { what: 'the agent to start the first delivery' });
+    const rows = await Promise.all([a, b].map((d) => deliveryRow(stack.db.pool, d.deliveryId)));
+    expect(rows.map((r) => r.status).sort()).toEqual(['delivering', 'pending']);
+    expect(rows.find((r) => r.status === 'pending')).toMatchObject({ attempt_count: 0, lease_owner: null });
+    // Still one request: the agent did not start the second while the first is out.
+    expect(p.rx.requests).toHaveLength(1);
+  } finally {
+    answerFirst();
+  }
 
   for (const d of [a, b]) await waitFor(async () => (await deliveryRow(stack.db.pool, d.deliveryId)).status === 'delivered', { what: 'both deliveries to go out' });
   expect(p.rx.requests).toHaveLength(2);
@@ -240,6 +258,11 @@ test('an agent whose clock is 20 minutes ahead signs on the service\'s time and 
   expect(p.rx.requests).toHaveLength(1);
   expect(await attemptsOf(stack.db.pool, deliveryId)).toEqual([{ number: 1, status_code: 200, error_kind: null, via: 'edge', response_body: 'ok' }]);
   expect(a.output()).not.toContain('lease over');
+  // Its report is stamped on the service's time too (its host clock, `new Date()` included,
+  // is 20 minutes ahead: a report stamped with it is refused, and the delivery never recorded).
+  const { rows } = await stack.db.pool.query('SELECT extract(epoch FROM now() - started_at) AS ago FROM delivery_attempts WHERE delivery_id = $1', [deliveryId]);
+  expect(Math.abs(Number(rows[0].ago))).toBeLessThan(60);
+  expect(a.output()).not.toContain('report refused');
 });
 
 test('a target answering a status the service cannot record (999) is reported as a failed attempt, not dropped and sent for ever', async () => {

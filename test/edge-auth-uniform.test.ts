@@ -84,7 +84,7 @@ test('every refusal is the same answer; the log says which it was, with no key o
 
   // One accepted, so that the same signed request again is a replay.
   const once = signEdge(a.key, raws[7]!);
-  await expect(verifyEdgeRequest(deps, request(a.id, raws[7]!, once, 'req-ok'))).resolves.toEqual({ id: a.id, tenantId });
+  await expect(verifyEdgeRequest(deps, request(a.id, raws[7]!, once, 'req-ok'))).resolves.toEqual({ id: a.id, tenantId, signedWith: a.sealed });
 
   // One at a time: each reads the log lines written for it.
   const cases: [string, () => ReturnType<typeof refusal>][] = [];
@@ -115,7 +115,7 @@ test('every refusal is the same answer; the log says which it was, with no key o
 
   // The rotated cluster's current key is accepted.
   const fresh = body();
-  await expect(verifyEdgeRequest(deps, request(rotated.id, fresh, signEdge(newKey, fresh), 'req-new'))).resolves.toEqual({ id: rotated.id, tenantId });
+  await expect(verifyEdgeRequest(deps, request(rotated.id, fresh, signEdge(newKey, fresh), 'req-new'))).resolves.toEqual({ id: rotated.id, tenantId, signedWith: expect.any(String) });
 });
 
 test('an unknown or inactive cluster costs the same verification as a known one: as many keys, over the same body', async () => {

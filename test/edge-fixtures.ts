@@ -28,10 +28,23 @@ export interface AgentProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** A preload that moves the process's clock (`Date.now`) by `ms`: an agent host whose clock is off. */
+/**
+ * A preload that moves the process's clock by `ms`: an agent host whose clock is off.
+ * `Date.now`, and `new Date()` and `Date()` without an argument, which do not go through
+ * `Date.now`; a Date made from a value, Date.parse and instanceof stay as they are.
+ */
 function skewedClock(ms: number): string {
   const file = join(mkdtempSync(join(tmpdir(), 'edge-clock-')), 'skew.cjs');
-  writeFileSync(file, `const now = Date.now; Date.now = () => now() + ${Math.trunc(ms)};\n`);
+  writeFileSync(
+    file,
+    `const RealDate = Date; const now = RealDate.now; const skewed = () => now() + ${Math.trunc(ms)};
+globalThis.Date = new Proxy(RealDate, {
+  construct: (target, args, newTarget) => Reflect.construct(target, args.length ? args : [skewed()], newTarget),
+  apply: () => new RealDate(skewed()).toString(),
+});
+RealDate.now = skewed;
+`,
+  );
   return `--require ${file}`;
 }
 
@@ -97,12 +110,13 @@ export async function edgePost(base: string, path: string, key: string, payload:
   return { status: res.status, text, body: text ? JSON.parse(text) : null };
 }
 
-/** A cluster, straight into the database, with its plain key. */
-export async function insertCluster(pool: Pool, tenantId: string, opts: { lastSeenAt?: Date | null } = {}): Promise<{ id: string; key: string }> {
+/** A cluster, straight into the database, with its plain key and the key as stored (`sealed`: EdgeCluster.signedWith). */
+export async function insertCluster(pool: Pool, tenantId: string, opts: { lastSeenAt?: Date | null } = {}): Promise<{ id: string; key: string; sealed: string }> {
   const id = newId('cls');
   const key = `hkc_${randomBytes(32).toString('base64url')}`;
-  await pool.query(`INSERT INTO clusters (id, tenant_id, name, key_encrypted, last_seen_at) VALUES ($1, $2, $3, $4, $5)`, [id, tenantId, `c-${id}`, createSecretBox(SECRETS_KEY).seal(key), opts.lastSeenAt ?? null]);
-  return { id, key };
+  const sealed = createSecretBox(SECRETS_KEY).seal(key);
+  await pool.query(`INSERT INTO clusters (id, tenant_id, name, key_encrypted, last_seen_at) VALUES ($1, $2, $3, $4, $5)`, [id, tenantId, `c-${id}`, sealed, opts.lastSeenAt ?? null]);
+  return { id, key, sealed };
 }
 
 export interface WaitingDelivery {
@@ -190,7 +204,7 @@ export async function withLeaseStatementBlocked(pool: Pool, start: () => void, d
     const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
     start();
     await waitFor(
-      async () => (await pool.query(`SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) AND query LIKE '%WITH cand AS%'`, [holderPid])).rowCount === 1,
+      async () => (await pool.query(`SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) AND query LIKE '%WITH signer AS%'`, [holderPid])).rowCount === 1,
       { what: 'the lease statement to wait on the lock' },
     );
     await during();

@@ -22,8 +22,8 @@ let h: ApiHarness;
 let tenantId: string;
 let deps: EdgeDeps;
 
-type Cluster = { id: string; key: string };
-type C = { id: string; tenantId: string };
+type Cluster = { id: string; key: string; sealed: string };
+type C = { id: string; tenantId: string; signedWith: string };
 
 beforeAll(async () => {
   h = await startApi('edgegbprobe', GATE_ENV);
@@ -69,7 +69,7 @@ async function slot(key: string): Promise<{ state: string | null; out: boolean; 
 describe('a probe slot is freed only by its own probe given back', () => {
   it('other leases of the destination given back while the probe is out (the agent\'s release, a poll\'s give-back) leave the slot: no second probe', async () => {
     const cluster = await insertCluster(h.db.pool, tenantId);
-    const c = { id: cluster.id, tenantId };
+    const c = { id: cluster.id, tenantId, signedWith: cluster.sealed };
     // Two deliveries leased while the circuit was closed: one by an agent that will release
     // it, one by a poll whose caller will leave.
     const before = await deliveriesOf(cluster, 2);
@@ -108,7 +108,7 @@ describe('a probe slot is freed only by its own probe given back', () => {
 
   it('a probe whose slot ran out and went to another probe does not free that one when it is given back late', async () => {
     const cluster = await insertCluster(h.db.pool, tenantId);
-    const c = { id: cluster.id, tenantId };
+    const c = { id: cluster.id, tenantId, signedWith: cluster.sealed };
     const { destinationId, ids } = await deliveriesOf(cluster, 2);
     const key = await coolDown(destinationId);
     const a = await poll(c, 'agent-a');
@@ -129,7 +129,7 @@ describe('a probe slot is freed only by its own probe given back', () => {
 
   it('the deliverer\'s probe is never freed by an edge give-back (it names no edge delivery)', async () => {
     const cluster = await insertCluster(h.db.pool, tenantId);
-    const c = { id: cluster.id, tenantId };
+    const c = { id: cluster.id, tenantId, signedWith: cluster.sealed };
     const { destinationId, ids } = await deliveriesOf(cluster, 1);
     const x = await poll(c, 'agent-x');
     expect(x.deliveries.map((d) => d.id)).toEqual(ids);

@@ -23,7 +23,7 @@ let h: ApiHarness;
 let tenantId: string;
 let deps: EdgeDeps;
 
-type Cluster = { id: string; key: string };
+type Cluster = { id: string; key: string; sealed: string };
 
 beforeAll(async () => {
   h = await startApi('edgegbrate', GATE_ENV);
@@ -63,7 +63,7 @@ const asRelease = (d: WorkItem) => ({ delivery_id: d.id, lease_owner: d.lease_ow
 describe('a delivery given back unsent returns its rate token to the window it took it from, while that window is current', () => {
   it('released by the agent: a later poll of the same window sends in its place; released in a later window, nothing is returned into that window', async () => {
     const cluster = await insertCluster(h.db.pool, tenantId);
-    const c = { id: cluster.id, tenantId };
+    const c = { id: cluster.id, tenantId, signedWith: cluster.sealed };
     const { destinationId, ids } = await deliveriesOf(cluster, 3, { rate_limit_per_second: 2 });
     const T = windowStart();
 
@@ -98,7 +98,7 @@ describe('a delivery given back unsent returns its rate token to the window it t
 
   it('returns no more than the lease owner took: a second release, another agent\'s tokens and destinations without a limit are left alone', async () => {
     const cluster = await insertCluster(h.db.pool, tenantId);
-    const c = { id: cluster.id, tenantId };
+    const c = { id: cluster.id, tenantId, signedWith: cluster.sealed };
     const limited = await deliveriesOf(cluster, 2, { rate_limit_per_second: 3 });
     const plain = await deliveriesOf(cluster, 1, {});
     const T = windowStart();
@@ -121,7 +121,7 @@ describe('a delivery given back unsent returns its rate token to the window it t
 
   it('given back by a work poll that could not hand it out (caller left, drain, cut response, failed poll): returned too', async () => {
     const cluster = await insertCluster(h.db.pool, tenantId);
-    const c = { id: cluster.id, tenantId };
+    const c = { id: cluster.id, tenantId, signedWith: cluster.sealed };
     const { destinationId, ids } = await deliveriesOf(cluster, 2, { rate_limit_per_second: 1 });
     const T = windowStart();
     const owner = newLeaseOwner('edge:gone-agent');
@@ -138,7 +138,7 @@ describe('a delivery given back unsent returns its rate token to the window it t
 
   it('refused before sending (payload_missing): its attempt is recorded and its token returned, so the next delivery of the window goes', async () => {
     const cluster = await insertCluster(h.db.pool, tenantId);
-    const c = { id: cluster.id, tenantId };
+    const c = { id: cluster.id, tenantId, signedWith: cluster.sealed };
     // The older one's payload was purged: it is first in line and takes the window's one token.
     const purged = await insertEdgeDelivery(h.db.pool, tenantId, cluster.id, { body: null, config: { rate_limit_per_second: 1 } });
     const next = await insertEdgeDelivery(h.db.pool, tenantId, cluster.id, { destinationId: purged.destinationId });
@@ -184,7 +184,7 @@ describe('a delivery given back unsent returns its rate token to the window it t
 describe('cost and failure of giving back', () => {
   it('one Redis round trip per give-back batch, for the tokens and the probe slots of every destination in it', async () => {
     const cluster = await insertCluster(h.db.pool, tenantId);
-    const c = { id: cluster.id, tenantId };
+    const c = { id: cluster.id, tenantId, signedWith: cluster.sealed };
     const limitedA = await deliveriesOf(cluster, 2, { rate_limit_per_second: 5 });
     const limitedB = await deliveriesOf(cluster, 1, { rate_limit_per_second: 5 });
     const probing = await deliveriesOf(cluster, 1, { retry_schedule_ms: [3_600_000] });
@@ -210,7 +210,7 @@ describe('cost and failure of giving back', () => {
 
   it('fails open: when Redis cannot answer, the release still goes through and says so; the token stays spent for the rest of its window', async () => {
     const cluster = await insertCluster(h.db.pool, tenantId);
-    const c = { id: cluster.id, tenantId };
+    const c = { id: cluster.id, tenantId, signedWith: cluster.sealed };
     const { destinationId } = await deliveriesOf(cluster, 1, { rate_limit_per_second: 1 });
     const T = windowStart();
     const a = await leaseWork(deps, c, { leaseOwner: newLeaseOwner('edge:agent-a'), max: 10, now: T });

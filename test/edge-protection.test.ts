@@ -22,7 +22,7 @@ let tenantId: string;
 let deps: EdgeDeps;
 let conformance: ReturnType<typeof createResponseChecker>;
 
-type Cluster = { id: string; key: string };
+type Cluster = { id: string; key: string; sealed: string };
 
 beforeAll(async () => {
   h = await startApi('edgeprotect', GATE_ENV);
@@ -98,7 +98,7 @@ describe('rate_limit_per_second on the edge path', () => {
     const { destinationId, ids } = await deliveriesOf(cluster, 6, { config: { rate_limit_per_second: 2 } });
     // The gate's clock, pinned 100 ms into a window: which window a poll falls in is chosen here, not by the time the test takes.
     const T = Math.floor(Date.now() / 1000) * 1000 + 100;
-    const c = { id: cluster.id, tenantId };
+    const c = { id: cluster.id, tenantId, signedWith: cluster.sealed };
     const poll = (agent: string, now: number) => leaseWork(deps, c, { leaseOwner: newLeaseOwner(`edge:${agent}`), max: 10, now });
     const handedOut: { window: number; id: string }[] = [];
 
@@ -288,7 +288,7 @@ describe('the circuit breaker on the edge path', () => {
 describe('cost and failure of the gate', () => {
   it('one Redis round trip per lease batch and one per report batch, however many destinations', async () => {
     const cluster = await insertCluster(h.db.pool, tenantId);
-    const c = { id: cluster.id, tenantId };
+    const c = { id: cluster.id, tenantId, signedWith: cluster.sealed };
     const limited = await deliveriesOf(cluster, 3, { config: { rate_limit_per_second: 1 } });
     const failing = await deliveriesOf(cluster, 2, { config: { retry_schedule_ms: [3_600_000] } });
     const plain = await deliveriesOf(cluster, 2);
@@ -317,7 +317,7 @@ describe('cost and failure of the gate', () => {
 
   it('attempts recorded before a report batch fails part-way still feed their circuit (the agent\'s retry of the batch finds them ignored)', async () => {
     const cluster = await insertCluster(h.db.pool, tenantId);
-    const c = { id: cluster.id, tenantId };
+    const c = { id: cluster.id, tenantId, signedWith: cluster.sealed };
     // Two polls, two lease owners: the batch is recorded one lease owner after the other.
     const first = await deliveriesOf(cluster, 3, { config: { retry_schedule_ms: [3_600_000] } });
     const a = await leaseWork(deps, c, { leaseOwner: newLeaseOwner('edge:agent-a'), max: 10 });
@@ -345,7 +345,7 @@ describe('cost and failure of the gate', () => {
 
   it('fails open: when Redis cannot answer, the poll hands out everything and reports are still recorded', async () => {
     const cluster = await insertCluster(h.db.pool, tenantId);
-    const c = { id: cluster.id, tenantId };
+    const c = { id: cluster.id, tenantId, signedWith: cluster.sealed };
     const d = await deliveriesOf(cluster, 3, { config: { rate_limit_per_second: 1 } });
     const broken = scriptsFailing(h.redis);
     const { logger, warnings } = warningLogger();

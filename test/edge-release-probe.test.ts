@@ -31,7 +31,7 @@ let url: string;
 let serverSockets: Socket[] = [];
 let tenantId: string;
 
-type Cluster = { id: string; key: string };
+type Cluster = { id: string; key: string; sealed: string };
 const workPath = (c: Cluster) => `/v1/edge/clusters/${c.id}/work`;
 
 beforeAll(async () => {
@@ -140,7 +140,7 @@ describe('a half-open probe given back unsent frees its probe slot', () => {
   it('leaves an open or closed circuit, and a probe reported meanwhile, as they are', async () => {
     const deps = edgeDeps();
     const { cluster, destinationId, deliveryId, key } = await coolingDown();
-    const c = { id: cluster.id, tenantId };
+    const c = { id: cluster.id, tenantId, signedWith: cluster.sealed };
     const leased = await leaseWork(deps, c, { leaseOwner: newLeaseOwner('edge:agent-a'), max: 10 });
     expect(leased.deliveries.map((d) => d.id)).toEqual([deliveryId]);
     // The circuit reopened meanwhile (say, the deliverer's probe failed): a release does not touch it.
@@ -158,7 +158,7 @@ describe('a half-open probe given back unsent frees its probe slot', () => {
 
   it('fails open: when Redis cannot answer, the release still goes through and says so', async () => {
     const { cluster, deliveryId, key } = await coolingDown();
-    const c = { id: cluster.id, tenantId };
+    const c = { id: cluster.id, tenantId, signedWith: cluster.sealed };
     const leased = await leaseWork(edgeDeps(), c, { leaseOwner: newLeaseOwner('edge:agent-a'), max: 10 });
     expect(leased.deliveries.map((d) => d.id)).toEqual([deliveryId]);
     const warnings: string[] = [];

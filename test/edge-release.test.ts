@@ -130,7 +130,7 @@ describe('POST /v1/edge/clusters/{cid}/releases', () => {
     const leased = (await work(cluster, 'agent-a')).body.deliveries as { id: string; lease_owner: string }[];
     expect(leased.map((x) => x.id).sort()).toEqual([free.deliveryId, stale.deliveryId, reported.deliveryId].sort());
     const owner = leased[0]!.lease_owner;
-    expect(owner).toMatch(/^edge:agent-a:/);
+    expect(owner.startsWith(`edge@${cluster.id}:agent-a:`)).toBe(true);
     // One reported (its attempt recorded, the lease gone with it).
     const rep = await edgePost(url, `/v1/edge/clusters/${cluster.id}/reports`, cluster.key, {
       agent_id: 'agent-a',
@@ -190,8 +190,8 @@ describe('POST /v1/edge/clusters/{cid}/releases', () => {
     const cluster = await insertCluster(h.db.pool, tenantId);
     const d = await insertEdgeDelivery(h.db.pool, tenantId, cluster.id);
     const owner = (await work(cluster, 'dc-1:b')).body.deliveries[0].lease_owner as string;
-    expect(owner).toMatch(/^edge:dc-1:b:[0-9a-f]+$/);
-    // "edge:dc-1:" is a prefix of agent dc-1:b's lease owner, but the lease is not agent dc-1's.
+    expect(owner).toMatch(new RegExp(`^edge@${cluster.id}:dc-1:b:[0-9a-f]+$`));
+    // "edge@<cid>:dc-1:" is a prefix of agent dc-1:b's lease owner, but the lease is not agent dc-1's.
     const byOther = await release(cluster, 'dc-1', [{ delivery_id: d.deliveryId, lease_owner: owner }]);
     expect(byOther.body.results).toEqual([{ delivery_id: d.deliveryId, result: 'ignored', reason: 'not_leased' }]);
     expect((await stored(d.deliveryId)).lease_owner).toBe(owner);

@@ -33,6 +33,9 @@ const RESERVED_HEADER = /^(host|content-length|content-type|connection|keep-aliv
 
 const METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
+/** The longest `timeout_ms` a destination's config may set (a larger one falls back to the default, DELIVERY_TIMEOUT_MS). */
+export const MAX_DESTINATION_TIMEOUT_MS = 300_000;
+
 function posInt(v: unknown, max = Number.MAX_SAFE_INTEGER): number | undefined {
   return typeof v === 'number' && Number.isInteger(v) && v > 0 && v <= max ? v : undefined;
 }
@@ -77,7 +80,7 @@ export function destinationSettings(method: string, config: unknown, defaults: D
   return {
     method: METHODS.has(m) ? m : 'POST',
     headers: headerMap(c['headers']),
-    timeoutMs: posInt(c['timeout_ms'], 300_000) ?? defaults.timeoutMs,
+    timeoutMs: posInt(c['timeout_ms'], MAX_DESTINATION_TIMEOUT_MS) ?? defaults.timeoutMs,
     maxConcurrency: posInt(c['max_concurrency'], 1000) ?? defaults.maxConcurrency,
     maxAttempts: posInt(c['max_attempts'], 100) ?? defaults.maxAttempts,
     retryScheduleMs: intList(c['retry_schedule_ms'], 0, 7 * 86_400_000) ?? defaults.retryScheduleMs,

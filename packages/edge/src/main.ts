@@ -21,7 +21,8 @@ async function main(): Promise<void> {
   const guard = createTargetGuard(targets, {
     onRefused: (err) => logger.warn('target refused', { host: err.host, address: err.address, reason: err.reason }),
   });
-  const sender = createTargetSender({ guard, sendResponseBody: config.EDGE_SEND_RESPONSE_BODY });
+  // Reports are stamped on the service's time, as requests are signed and leases read.
+  const sender = createTargetSender({ guard, sendResponseBody: config.EDGE_SEND_RESPONSE_BODY, now: client.now });
   const backoff = { baseMs: config.EDGE_BACKOFF_BASE_MS, maxMs: config.EDGE_BACKOFF_MAX_MS };
   const reporter = createReporter({ client, clusterId: config.CLUSTER_ID, logger, backoff });
   const releaser = createReleaser({ client, clusterId: config.CLUSTER_ID, logger });

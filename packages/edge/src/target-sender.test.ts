@@ -41,7 +41,7 @@ afterAll(async () => {
 });
 
 /** Names resolve to 127.0.0.1 (a name inside the private network, here loopback). */
-function senderOf(allowed: string, opts: { sendResponseBody?: boolean } = {}): TargetSender {
+function senderOf(allowed: string, opts: { sendResponseBody?: boolean; now?: () => number } = {}): TargetSender {
   const guard = createTargetGuard(parseTargetPolicy(allowed, true).policy, { resolver: async () => [{ address: '127.0.0.1', family: 4 }] });
   const s = createTargetSender({ guard, ...opts });
   senders.push(s);
@@ -92,4 +92,17 @@ test('a redirect is not followed, even to an allowed target', async () => {
   const report = await senderOf('').send(item(`http://127.0.0.1:${port}/moved`), 1024);
   expect(report).toMatchObject({ status_code: 302, error_kind: 'redirect' });
   expect(requests).toEqual(['POST /moved']);
+});
+
+test("started_at is stamped on the service's time (the client's corrected clock), not this host's, sent or refused", async () => {
+  // This host is 20 minutes behind the service: the service would refuse its own time.
+  const serviceNow = (): number => Date.now() + 20 * 60_000;
+  const s = senderOf('127.0.0.1/32', { now: serviceNow });
+  for (const url of [`http://127.0.0.1:${port}/hook`, `http://10.0.0.1:${port}/hook`]) {
+    const before = serviceNow();
+    const report = await s.send(item(url), 1024);
+    const startedAt = Date.parse(report!.started_at);
+    expect(startedAt).toBeGreaterThanOrEqual(before);
+    expect(startedAt).toBeLessThanOrEqual(serviceNow());
+  }
 });

@@ -18,6 +18,13 @@ export interface TargetSenderOptions {
   guard: TargetGuard;
   /** false (EDGE_SEND_RESPONSE_BODY): answers' bodies are never read into a report. */
   sendResponseBody?: boolean;
+  /**
+   * The service's time (ms epoch) as the agent knows it: ServiceClient.now, this host's clock
+   * corrected by the skew learnt from the service's `Date` (what signs requests and reads
+   * leases). A report's `started_at` is stamped with it: the service refuses one outside its
+   * window, which a host clock minutes off would leave. Default: this host's clock.
+   */
+  now?: () => number;
 }
 
 /**
@@ -29,10 +36,11 @@ export interface TargetSenderOptions {
  */
 export function createTargetSender(opts: TargetSenderOptions): TargetSender {
   const dispatcher = new Agent({ keepAliveTimeout: 4_000, keepAliveMaxTimeout: 60_000, connect: { lookup: opts.guard.lookup } });
+  const now = opts.now ?? ((): number => Date.now());
   return {
     async send(item, limit, stop) {
       if (stop?.aborted) return null;
-      const startedAt = new Date();
+      const startedAt = new Date(now());
       const t0 = performance.now();
       const base = { delivery_id: item.id, lease_owner: item.lease_owner, started_at: startedAt.toISOString() };
       // A URL host that is an address is connected to without a lookup: checked here.

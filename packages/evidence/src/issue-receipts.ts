@@ -57,7 +57,24 @@ export function idFloor(prefix: string, at: Date): string {
   return `${prefix}_${idTime(at.getTime())}`;
 }
 
-function toReceipt(key: EvidenceKey, a: AttemptRow, issuedAt: Date): Receipt {
+// The instants a receipt can state: RFC 3339 has four-digit years only (toISOString writes
+// `+010000-…` past 9999, which PostgreSQL refuses), and PostgreSQL has no year 0.
+const FIRST_INSTANT = Date.parse('0001-01-01T00:00:00.000Z');
+const LAST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
+
+/**
+ * The attempt's start and end as a receipt states them, or null when either is outside
+ * FIRST_INSTANT..LAST_INSTANT (an attempt an agent reported with a time far off, before the
+ * api checked report times; PostgreSQL's own range, or ±infinity, goes beyond JavaScript's).
+ */
+function receiptTimes(a: AttemptRow): { startedAt: string; completedAt: string } | null {
+  const start = a.started_at instanceof Date ? a.started_at.getTime() : NaN;
+  const end = start + a.duration_ms;
+  if (!(start >= FIRST_INSTANT && start <= LAST_INSTANT && end >= FIRST_INSTANT && end <= LAST_INSTANT)) return null;
+  return { startedAt: new Date(start).toISOString(), completedAt: new Date(end).toISOString() };
+}
+
+function toReceipt(key: EvidenceKey, a: AttemptRow, times: { startedAt: string; completedAt: string }, issuedAt: Date): Receipt {
   const unsigned: Receipt = {
     v: 1,
     id: newId('rcp'),
@@ -71,8 +88,8 @@ function toReceipt(key: EvidenceKey, a: AttemptRow, issuedAt: Date): Receipt {
     outcome: a.status_code !== null && a.status_code >= 200 && a.status_code < 300 ? 'succeeded' : 'failed',
     status_code: a.status_code,
     error_kind: a.error_kind,
-    started_at: a.started_at.toISOString(),
-    completed_at: new Date(a.started_at.getTime() + a.duration_ms).toISOString(),
+    started_at: times.startedAt,
+    completed_at: times.completedAt,
     duration_ms: a.duration_ms,
     request_body_sha256: a.body_sha256,
     response_body_sha256: a.response_sha256,
@@ -112,13 +129,37 @@ export interface IssueOptions {
    * attempt was probed three to four times.
    */
   covered?: ReadonlySet<string>;
-  /** Called with each page of attempt ids once every one of them has its receipt. */
+  /**
+   * Called with each page of attempt ids once every one of them has its receipt, or was
+   * skipped (onSkipped): a later pass that is not a full scan does not look them up again.
+   */
   onCovered?: (ids: string[]) => void;
+  /**
+   * Called for an attempt that gets no receipt because its times cannot be stated in one (a
+   * start or end outside years 1-9999, written before the api refused such reports): it is
+   * skipped, and every other attempt of its batch still gets its receipt. A full scan (the
+   * sealer's first pass, its sweeps) meets it again.
+   */
+  onSkipped?: (attempt: SkippedAttempt) => void;
 }
+
+/** An attempt left without a receipt (see IssueOptions.onSkipped). */
+export interface SkippedAttempt {
+  attempt_id: string;
+  tenant_id: string;
+  delivery_id: string;
+  /** As stored, or null when it is not a date JavaScript can hold. */
+  started_at: string | null;
+  duration_ms: number;
+}
+
+const storedTime = (v: unknown): string | null => (v instanceof Date && !Number.isNaN(v.getTime()) ? v.toISOString() : null);
 
 /**
  * Turns delivery attempts that have no receipt yet into signed receipts, a batch of rows
  * per statement. Idempotent: a receipt is unique per attempt. Returns how many were issued.
+ * An attempt whose times a receipt cannot state is skipped (onSkipped), never fails the
+ * batch: one such row would otherwise stop receipts and sealing for every tenant.
  */
 export async function issueReceipts(pool: Pool, key: EvidenceKey, opts: IssueOptions = {}): Promise<number> {
   const batchSize = opts.batchSize ?? 1000;
@@ -133,7 +174,13 @@ export async function issueReceipts(pool: Pool, key: EvidenceKey, opts: IssueOpt
       const { rows } = await pool.query<AttemptRow>(PENDING_ATTEMPTS, [fresh]);
       if (rows.length) {
         const issuedAt = opts.now ?? (opts.clock ? opts.clock() : new Date());
-        issued += await insertReceipts(pool, rows.map((a) => toReceipt(key, a, issuedAt)));
+        const receipts: Receipt[] = [];
+        for (const a of rows) {
+          const times = receiptTimes(a);
+          if (times) receipts.push(toReceipt(key, a, times, issuedAt));
+          else opts.onSkipped?.({ attempt_id: a.id, tenant_id: a.tenant_id, delivery_id: a.delivery_id, started_at: storedTime(a.started_at), duration_ms: a.duration_ms });
+        }
+        if (receipts.length) issued += await insertReceipts(pool, receipts);
       }
     }
     opts.onCovered?.(ids);

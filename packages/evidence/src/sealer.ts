@@ -1,7 +1,7 @@
 import type { Logger } from '@hookline/logger';
 import { coalesced, withTryLock, type Pool } from '@hookline/db';
 import type { EvidenceKey } from './evidence-key';
-import { issueReceipts } from './issue-receipts';
+import { issueReceipts, type SkippedAttempt } from './issue-receipts';
 import { sealDueWindows } from './seal-window';
 
 export interface SealerDeps {
@@ -91,13 +91,18 @@ export function startEvidenceSealer(deps: SealerDeps, intervalMs: number): Evide
       const since = from ? new Date(from) : undefined;
       const seen = coveredIds(MAX_COVERED_IDS);
       // A sweep looks every attempt of its range up: it is the backstop.
-      const issued = await issueReceipts(deps.pool, deps.key, { since, clock, covered: sweep ? undefined : covered, onCovered: seen.add });
+      const issued = await issueReceipts(deps.pool, deps.key, { since, clock, covered: sweep ? undefined : covered, onCovered: seen.add, onSkipped: skipped });
       covered = seen.set();
       const roots = await sealDueWindows(deps.pool, deps.key, { windowMs: deps.windowMs, before: new Date(now.getTime() - deps.graceMs) });
       lastPass = now;
       if (sweep) lastSweep = now;
       return { issued, sealed: roots.length };
     });
+
+  // Logged at each full scan that meets it (the first pass, the sweeps over its range).
+  const skipped = (a: SkippedAttempt): void => {
+    deps.logger.error('an attempt has no evidence receipt: its times cannot be stated in one (a year outside 1-9999)', { ...a });
+  };
 
   const passes = coalesced(pass);
   const tick = (): Promise<SealerTick | null> => passes.request();

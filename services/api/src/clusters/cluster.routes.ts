@@ -86,7 +86,8 @@ async function loadView(ctx: RequestContext, id: string, hmacKey?: string): Prom
 const LEASES =
   'Deliveries already leased to a refused agent are not taken back: its reports and releases are refused too, so each lease expires (EDGE_LEASE_MS, or the destination\'s timeout plus half of it) unreported, with no attempt recorded, and the delivery is free again: ' +
   'leased to an agent with a valid key of an ACTIVE cluster, else, once no agent of the cluster has been seen for EDGE_CONNECTED_WINDOW_MS and the delivery has waited EDGE_WAIT_LIMIT_MS (15 min by default), the deliverer\'s edge wait sweep records a failed attempt (edge_unavailable) and the usual retries and DLQ follow. ';
-const REFUSED_AGENTS = 'The agents\' requests (POST /v1/edge/clusters/{cid}/work, reports, releases) are answered with the same 401 as a wrong signature. ';
+const REFUSED_AGENTS =
+  'The agents\' requests (POST /v1/edge/clusters/{cid}/work, reports, releases) are answered with the same 401 as a wrong signature; a work long-poll already open leases nothing more and answers an empty deliveries list. ';
 
 export const clusterRoutes: AuthedRoute[] = [
   {
@@ -143,7 +144,7 @@ export const clusterRoutes: AuthedRoute[] = [
       description:
         'Issues a new key (hmac_key, shown once, like at enrollment; stored sealed with SECRETS_KEY) for an ACTIVE or DISABLED cluster. ' +
         'The key it replaces stays valid on the edge agent endpoints for grace_seconds (default 3600; the body may be left out), so the agents can be redeployed with the new key; previous_key_expires_at says until when. ' +
-        'grace_seconds 0 revokes it at once: use it when the key leaked (or disable the cluster first, rotate, redeploy, enable). ' +
+        'grace_seconds 0 revokes it at once: use it when the key leaked (or disable the cluster first, rotate, redeploy, enable); a work long-poll signed with a revoked key leases nothing more and answers an empty deliveries list. ' +
         'One previous key at most: rotating again during a grace period revokes the older key at once. ' +
         'POST /v1/clusters/{cid}/heartbeat is authenticated the same way (current or previous key, one answer for every refusal). ' +
         LEASES +

@@ -8,6 +8,15 @@ import type { EdgeDeps } from './edge-deps';
 export interface EdgeCluster {
   id: string;
   tenantId: string;
+  /**
+   * The key the request was signed with, as stored (sealed): the cluster's `key_encrypted`,
+   * or `previous_key_encrypted` during a rotation's grace period. A long-poll authenticates
+   * once and then leases for up to EDGE_MAX_WAIT_SECONDS: each of its lease statements
+   * requires the cluster still ACTIVE and this key still valid (lease-work.ts LEASE_SQL),
+   * so a disable, a delete or a rotation that revokes the key also stops a poll already open.
+   * Each seal has its own random IV, so the sealed text names one key of one rotation.
+   */
+  signedWith: string;
 }
 
 const one = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
@@ -98,7 +107,10 @@ export async function authenticateCluster(deps: ClusterAuthDeps, req: Request): 
   const raw = (req as Request & { rawBody?: Buffer }).rawBody ?? Buffer.alloc(0);
   const signature = one(req.headers['x-service-signature']);
   const tolerance = deps.toleranceSeconds;
-  const result = verifyServiceSignature([...(keys ?? DUMMY_KEYS)], raw, signature, one(req.headers['x-service-timestamp']), tolerance, undefined, { requireTimestampHeader: true });
+  const timestampHeader = one(req.headers['x-service-timestamp']);
+  const now = Math.floor(Date.now() / 1000);
+  const verify = (against: string[]) => verifyServiceSignature(against, raw, signature, timestampHeader, tolerance, now, { requireTimestampHeader: true });
+  const result = verify([...(keys ?? DUMMY_KEYS)]);
   const refuse = (reason: EdgeAuthReason): AppError => {
     deps.logger.warn('refused a signed cluster request', {
       cluster_id: cid.slice(0, 64),
@@ -116,5 +128,8 @@ export async function authenticateCluster(deps: ClusterAuthDeps, req: Request): 
   // (cluster, t, body), not by the header's spelling nor by the key (signature-once.ts).
   const timestamp = parseServiceSignature(signature!).t!;
   if (!(await acceptSignatureOnce(deps.redis, deps.prefix, { clusterId: row.id, timestamp, body: raw }, tolerance))) throw refuse('replayed');
-  return { id: row.id, tenantId: row.tenant_id };
+  // Which key it was: the current one unless, during a grace period, only the previous one
+  // verifies (one more HMAC, for accepted requests of a cluster in a grace period only).
+  const byPrevious = row.previous_key_encrypted !== null && !verify([keys[0]!]).ok;
+  return { id: row.id, tenantId: row.tenant_id, signedWith: byPrevious ? row.previous_key_encrypted! : row.key_encrypted };
 }

@@ -1,25 +1,31 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import express, { type Request, type Response, type Router } from 'express';
-import { edgePaths, newLeaseOwner, type ReleaseRequest, type ReleaseResponse, type ReportRequest, type ReportResponse, type WorkItem, type WorkRequest, type WorkResponse } from '@hookline/delivery';
+import { edgePaths, type ReleaseRequest, type ReleaseResponse, type ReportRequest, type ReportResponse, type WorkItem, type WorkRequest, type WorkResponse } from '@hookline/delivery';
 import { assertJsonBody } from '../http/json-body';
 import { assertStorableRequest } from '../http/storable-request';
 import { assertValid } from '../http/validate';
 import { touchCluster } from './cluster-status';
 import { verifyEdgeRequest, type EdgeCluster } from './edge-auth';
 import type { EdgeDeps } from './edge-deps';
+import { newEdgeLeaseOwner } from './lease-owner';
 import { leaseWork } from './lease-work';
 import { recordReports } from './record-reports';
 import { releaseAgentLeases, releasePollLeases } from './release-leases';
+import { assertReportTimes } from './report-times';
 import { releaseRequestSchema, reportRequestSchema, workRequestSchema } from './edge.schemas';
 
-/** Authenticates, validates and marks the cluster seen; the handler gets a typed body. */
-async function accept<T extends { agent_version: string }>(deps: EdgeDeps, req: Request, schema: Record<string, unknown>): Promise<{ cluster: EdgeCluster; body: T }> {
+/**
+ * Authenticates, validates (the schema, then `check`: what a schema cannot say) and marks the
+ * cluster seen; the handler gets a typed body.
+ */
+async function accept<T extends { agent_version: string }>(deps: EdgeDeps, req: Request, schema: Record<string, unknown>, check?: (body: T) => void): Promise<{ cluster: EdgeCluster; body: T }> {
   assertStorableRequest(req);
   // The signature covers the parsed JSON bytes: a body of another type could only fail as a bad signature.
   assertJsonBody(req);
   const cluster = await verifyEdgeRequest(deps, req);
   assertValid(schema, req.body ?? null);
   const body = req.body as T;
+  check?.(body);
   await touchCluster(deps.pool, cluster.id, body.agent_version);
   return { cluster, body };
 }
@@ -49,7 +55,9 @@ const HELD_BACK_RELOOKS = 4;
 
 /**
  * Long-poll: leases due deliveries as soon as there are some, else looks again every
- * EDGE_WORK_POLL_MS until the wait is over. Nothing is leased for a caller that left, nor
+ * EDGE_WORK_POLL_MS until the wait is over, or until the cluster is disabled or deleted
+ * or the key that signed the poll is revoked (then it answers an empty list at once,
+ * lease-work.ts LEASE_SQL). Nothing is leased for a caller that left, nor
  * once the api drains: a response cut at the drain deadline would strand its leases. The
  * lease statement itself may run while that happens (the caller leaves, the drain starts):
  * what it leased is then given back at once, unsent, with no attempt, and so is what a
@@ -64,12 +72,21 @@ async function work(deps: EdgeDeps, req: Request, res: Response): Promise<void> 
   const { cluster, body } = await accept<WorkRequest>(deps, req, workRequestSchema);
   const max = Math.min(body.max, deps.config.EDGE_BATCH_MAX);
   const deadline = Date.now() + Math.min(body.wait_seconds, deps.config.EDGE_MAX_WAIT_SECONDS) * 1000;
-  // One lease owner for the poll: every row it leases, and nothing else, carries it.
-  const leaseOwner = newLeaseOwner(`edge:${body.agent_id}`);
+  // One lease owner for the poll: every row it leases, and nothing else, carries it; it
+  // names the cluster, which alone may report or release it (lease-owner.ts).
+  const leaseOwner = newEdgeLeaseOwner(cluster.id, body.agent_id);
   let deliveries: WorkResponse['deliveries'] = [];
   let lookedAgain = 0;
   while (max > 0 && !gone() && !deps.draining.aborted) {
     const leased = await leaseWork(deps, cluster, { leaseOwner, max });
+    // Disabled, deleted, or its key revoked since the poll was authenticated: the poll ends
+    // at once with an empty list (what an agent handles as "nothing to do"); its next
+    // request is refused.
+    if (leased.revoked) {
+      deps.logger.info('ended a work poll: the cluster is no longer active or its key was revoked', { cluster_id: cluster.id, agent_id: body.agent_id });
+      deliveries = [];
+      break;
+    }
     deliveries = leased.deliveries;
     if (deliveries.length > 0 && (gone() || deps.draining.aborted)) {
       await giveBack(deps, cluster, leaseOwner, deliveries, gone() ? 'caller_left' : 'draining');
@@ -104,14 +121,16 @@ async function work(deps: EdgeDeps, req: Request, res: Response): Promise<void> 
 }
 
 async function reports(deps: EdgeDeps, req: Request, res: Response): Promise<void> {
-  const { cluster, body } = await accept<ReportRequest>(deps, req, reportRequestSchema);
+  // A report whose started_at is not a real instant, or is outside the window an attempt
+  // under a lease can have started in, refuses the whole request before anything is written.
+  const { cluster, body } = await accept<ReportRequest>(deps, req, reportRequestSchema, (b) => assertReportTimes(deps, b.reports));
   const out: ReportResponse = { results: await recordReports(deps, cluster, body.reports) };
   res.json(out);
 }
 
 /**
- * Leases an agent gives back unsent (at its stop): each freed only while that lease still
- * holds a delivery of the caller's cluster; answered per item like reports.
+ * Leases an agent gives back unsent (at its stop): each freed only while that lease, taken
+ * by the caller's cluster and agent, still holds its delivery; answered per item like reports.
  */
 async function releases(deps: EdgeDeps, req: Request, res: Response): Promise<void> {
   const { cluster, body } = await accept<ReleaseRequest>(deps, req, releaseRequestSchema);

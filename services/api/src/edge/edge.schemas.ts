@@ -34,7 +34,12 @@ export const reportSchema = {
     response_headers: { type: ['object', 'null'], additionalProperties: { type: 'string' } },
     error_kind: { type: ['string', 'null'], enum: [...REPORTABLE_ERROR_KINDS, null] },
     error: { type: ['string', 'null'] },
-    started_at: { type: 'string', format: 'date-time' },
+    started_at: {
+      type: 'string',
+      format: 'date-time',
+      description:
+        "when the attempt started, on the service's clock (the agent's corrected one): a real instant (no leap second, an offset ±hh:mm or Z) from (longest lease + EDGE_SIGNATURE_TOLERANCE_SECONDS + EDGE_LEASE_MS) before the service's clock to EDGE_SIGNATURE_TOLERANCE_SECONDS after it (defaults: 11.5 min before, 5 min after), else the whole request is a 400 naming `reports.<i>.started_at`; the longest lease is leaseMsFor(EDGE_LEASE_MS, max(300000, DELIVERY_TIMEOUT_MS)) (report-times.ts)",
+    },
     duration_ms: { type: 'integer', minimum: 0, maximum: 86_400_000 },
   },
   additionalProperties: false,

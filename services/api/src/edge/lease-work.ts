@@ -40,10 +40,26 @@ interface Row extends SendContextColumns {
 // is free again. Only the lease is written (see @hookline/delivery lease.ts). As in the
 // deliverer's claim, a delivery whose flow is DISABLED or DELETED waits (SPEC.md
 // lifecycle) and is handed out once the flow is ACTIVE again.
+//
+// A poll authenticates once and leases for up to EDGE_MAX_WAIT_SECONDS: each statement
+// leases only while the cluster is still ACTIVE and the key the poll was signed with ($6,
+// as stored: EdgeCluster.signedWith) is still valid, as the current key or as the previous
+// one within its grace period. So a disable, a delete or a rotation that revokes that key
+// (grace 0, a later rotation, the grace period over) stops a poll already open from its
+// next statement on, as it refuses the cluster's next request (edge-auth.ts). The answer
+// tells the two apart in one round trip: `signer` has the one row of a cluster still
+// valid, and the final select keeps it (LEFT JOIN): no row at all when the cluster is no
+// longer valid (nothing was leased), one row of NULLs when it is but nothing was due,
+// else one row per delivery.
 export const LEASE_SQL = `
-WITH cand AS (
+WITH signer AS (
+  SELECT k.id FROM clusters k
+  WHERE k.id = $1 AND k.tenant_id = $2 AND k.state = 'ACTIVE'
+    AND (k.key_encrypted = $6 OR (k.previous_key_encrypted = $6 AND k.previous_key_expires_at > now()))
+), cand AS (
   SELECT d.id FROM deliveries d JOIN destinations t ON t.id = d.destination_id
-  WHERE t.cluster_id = $1 AND t.tenant_id = $2 AND t.state = 'ACTIVE' AND ${flowActiveSql('d')}
+  WHERE EXISTS (SELECT 1 FROM signer)
+    AND t.cluster_id = $1 AND t.tenant_id = $2 AND t.state = 'ACTIVE' AND ${flowActiveSql('d')}
     AND d.status IN (${CLAIMABLE_SQL}) AND d.next_attempt_at <= now() AND ${freeSql('d')}
   ORDER BY d.next_attempt_at
   LIMIT $3
@@ -54,8 +70,8 @@ WITH cand AS (
   FROM cand WHERE d.id = cand.id
   RETURNING d.id, d.tenant_id, d.event_id, d.destination_id, d.attempt_count, d.replay_count, d.round_start_attempt, d.lease_until
 )
-${sendContextSelect('leased')}
-ORDER BY c.id`;
+SELECT s.* FROM signer LEFT JOIN (${sendContextSelect('leased')}) s ON true
+ORDER BY s.id`;
 
 /** A lease covers the send (the destination's timeout) plus half a lease to report it. */
 export function leaseMsFor(leaseMs: number, timeoutMs: number): number {
@@ -103,6 +119,11 @@ export interface Leased {
   deliveries: WorkItem[];
   /** Leased but held back (circuit open, rate budget spent): given back, due later. */
   heldBack: number;
+  /**
+   * The cluster is no longer ACTIVE, or the key the poll was signed with is no longer
+   * valid (EdgeCluster.signedWith): nothing was leased, and the poll should end.
+   */
+  revoked: boolean;
 }
 
 interface Prepared {
@@ -115,7 +136,8 @@ interface Prepared {
 
 /**
  * Leases up to `max` due deliveries of the cluster to one agent poll (`leaseOwner`, from
- * newLeaseOwner(`edge:<agent id>`), one per poll) and returns them ready to send. As the
+ * newEdgeLeaseOwner, one per poll) and returns them ready to send, while the cluster and the
+ * key that signed the poll are still valid (LEASE_SQL; else `revoked`). As the
  * deliverer does, some are not handed out:
  *
  * - those whose destination's circuit is open, or whose rate budget for this second is
@@ -136,12 +158,14 @@ interface Prepared {
  */
 export async function leaseWork(deps: EdgeDeps, cluster: EdgeCluster, input: { leaseOwner: string; max: number; now?: number }): Promise<Leased> {
   const { leaseOwner } = input;
-  const { rows } = await deps.pool.query<Row>(LEASE_SQL, [cluster.id, cluster.tenantId, input.max, deps.config.EDGE_LEASE_MS, leaseOwner]);
-  if (rows.length === 0) return { deliveries: [], heldBack: 0 };
+  const answer = await deps.pool.query<Row | { [K in keyof Row]: null }>(LEASE_SQL, [cluster.id, cluster.tenantId, input.max, deps.config.EDGE_LEASE_MS, leaseOwner, cluster.signedWith]);
+  if (answer.rows.length === 0) return { deliveries: [], heldBack: 0, revoked: true };
+  const rows = answer.rows.filter((r): r is Row => r.id !== null);
+  if (rows.length === 0) return { deliveries: [], heldBack: 0, revoked: false };
   try {
     const leased = rows.map((row) => ({ row, destinationId: row.destination_id, deliveryId: row.id, settings: destinationSettings(row.method, row.config, deps.policy.defaults) }));
     const { allowed, heldBack } = await holdBack(deps, leased, leaseOwner, input.now ?? Date.now());
-    return { deliveries: await prepare(deps, allowed, leaseOwner, input.now), heldBack };
+    return { deliveries: await prepare(deps, allowed, leaseOwner, input.now), heldBack, revoked: false };
   } catch (err) {
     await releasePollLeases(deps, leaseOwner, rows.map((r) => r.id), input.now).catch(() => undefined);
     throw err;

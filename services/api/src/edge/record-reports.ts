@@ -14,6 +14,7 @@ import {
 } from '@hookline/delivery';
 import type { EdgeCluster } from './edge-auth';
 import type { EdgeDeps } from './edge-deps';
+import { leasedByClusterSql } from './lease-owner';
 
 interface Held {
   id: string;
@@ -65,19 +66,22 @@ export function toSendResult(r: AttemptReport, bodyLimit: number): SendResult {
 const HELD_SQL = `
 SELECT d.id, d.destination_id, d.tenant_id, d.event_id, d.attempt_count, d.replay_count, d.round_start_attempt, t.method, t.config
 FROM deliveries d JOIN destinations t ON t.id = d.destination_id
-WHERE d.id = ANY($1::text[]) AND t.cluster_id = $2 AND d.lease_owner = $3 AND d.status IN (${CLAIMABLE_SQL})`;
+WHERE d.id = ANY($1::text[]) AND d.lease_owner = $3 AND d.status IN (${CLAIMABLE_SQL})
+  AND ${leasedByClusterSql('d', 't', '$2', '$4')}`;
 
 /**
  * Records reported attempts exactly like direct ones (same retry policy, DLQ and event
  * statuses, in @hookline/delivery). Only while the reporting lease still holds the
  * delivery: a repeated report, or one whose lease went to another agent, is `ignored`
- * and changes nothing. The attempts recorded then feed their destinations' circuits, as
- * the deliverer's do (failures open a circuit, a success closes it, a destination failing
+ * and changes nothing. The lease proves the cluster (lease-owner.ts), not the destination's
+ * current cluster: a destination moved while the agent sent still gets the attempt
+ * recorded. The attempts recorded then feed their destinations' circuits, as the
+ * deliverer's do (failures open a circuit, a success closes it, a destination failing
  * without a success for DESTINATION_DISABLE_AFTER_MS is disabled): every destination of
  * the batch in one Redis round trip, after the attempts are written. An ignored report
  * counts for nothing, so a repeated report cannot count twice.
  */
-export async function recordReports(deps: EdgeDeps, cluster: EdgeCluster, reports: AttemptReport[]): Promise<ReportResult[]> {
+export async function recordReports(deps: EdgeDeps, cluster: Pick<EdgeCluster, 'id' | 'tenantId'>, reports: AttemptReport[]): Promise<ReportResult[]> {
   const unique = [...new Map(reports.map((r) => [r.delivery_id, r] as const)).values()];
   const byOwner = new Map<string, AttemptReport[]>();
   for (const r of unique) byOwner.set(r.lease_owner, [...(byOwner.get(r.lease_owner) ?? []), r]);
@@ -85,7 +89,7 @@ export async function recordReports(deps: EdgeDeps, cluster: EdgeCluster, report
   const health: { destinationId: string; result: SendResult }[] = [];
   try {
     for (const [owner, group] of byOwner) {
-      const { rows } = await deps.pool.query<Held>(HELD_SQL, [group.map((r) => r.delivery_id), cluster.id, owner]);
+      const { rows } = await deps.pool.query<Held>(HELD_SQL, [group.map((r) => r.delivery_id), cluster.id, owner, cluster.tenantId]);
       const held = new Map(rows.map((h) => [h.id, h]));
       const outcomes: Outcome[] = [];
       for (const r of group) {

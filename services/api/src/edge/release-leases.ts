@@ -1,6 +1,7 @@
 import { CLAIMABLE_SQL, RELEASE_SET_SQL, type GivenBack, type LeaseRelease, type ReleaseResult } from '@hookline/delivery';
 import type { EdgeCluster } from './edge-auth';
 import type { EdgeDeps } from './edge-deps';
+import { leasedByAgentSql, leasedByClusterSql } from './lease-owner';
 
 // Every statement here drops only leases still held by the given lease owner (a lease that
 // expired and went to another agent, or that was reported, has another owner or none), finds
@@ -35,18 +36,19 @@ WHERE d.id = u.id AND d.lease_owner = $3 AND d.status IN (${CLAIMABLE_SQL})
 RETURNING d.id`;
 
 /**
- * An agent's releases: each (id, lease_owner) pair, only for deliveries of the caller's
- * cluster and tenant, and only leases that agent took (`edge:<agent_id>:<hex>`,
- * newLeaseOwner). An agent id may contain ':', so the prefix alone is not enough: agent
- * `dc-1`'s prefix `edge:dc-1:` also starts agent `dc-1:b`'s leases. What follows the prefix
- * must be the random part alone (no ':').
+ * An agent's releases: each (id, lease_owner) pair, only for leases the caller's cluster
+ * took, in its tenant, and only leases that agent took (`edge@<cluster id>:<agent_id>:<hex>`,
+ * lease-owner.ts): proven by the lease, not by the destination's current cluster, so a lease
+ * whose destination moved since (to another cluster, or to direct delivery) is still given
+ * back by its holder, and by no other cluster. An agent id may contain ':', so the prefix
+ * alone is not enough: agent `dc-1`'s prefix also starts agent `dc-1:b`'s leases. What
+ * follows the prefix must be the random part alone (no ':').
  */
 export const RELEASE_AGENT_SQL = `
 UPDATE deliveries d SET ${RELEASE_SET_SQL}
 FROM unnest($1::text[], $2::text[]) AS u(id, owner), destinations t
 WHERE d.id = u.id AND d.lease_owner = u.owner AND d.status IN (${CLAIMABLE_SQL})
-  AND left(d.lease_owner, length($5)) = $5 AND strpos(substr(d.lease_owner, length($5) + 1), ':') = 0
-  AND t.id = d.destination_id AND t.cluster_id = $3 AND t.tenant_id = $4
+  AND t.id = d.destination_id AND ${leasedByClusterSql('d', 't', '$3', '$4')} AND ${leasedByAgentSql('d', '$3', '$5')}
 RETURNING d.id, u.owner, d.destination_id`;
 
 /**
@@ -102,14 +104,14 @@ export async function postponePollLeases(pool: EdgeDeps['pool'], leaseOwner: str
  * (any more), which changes nothing. The released deliveries give back their rate tokens
  * and probe slots (giveBackToGate; `now` picks the current window, tests pin it).
  */
-export async function releaseAgentLeases(deps: EdgeDeps, cluster: EdgeCluster, agentId: string, releases: LeaseRelease[], now?: number): Promise<ReleaseResult[]> {
+export async function releaseAgentLeases(deps: EdgeDeps, cluster: Pick<EdgeCluster, 'id' | 'tenantId'>, agentId: string, releases: LeaseRelease[], now?: number): Promise<ReleaseResult[]> {
   const pairs = [...new Map(releases.map((r) => [`${r.delivery_id}\u0000${r.lease_owner}`, r] as const)).values()];
   const { rows } = await deps.pool.query<{ id: string; owner: string; destination_id: string }>(RELEASE_AGENT_SQL, [
     pairs.map((r) => r.delivery_id),
     pairs.map((r) => r.lease_owner),
     cluster.id,
     cluster.tenantId,
-    `edge:${agentId}:`,
+    agentId,
   ]);
   await giveBackToGate(deps, rows.map((r) => ({ destinationId: r.destination_id, deliveryId: r.id, leaseOwner: r.owner })), now);
   const released = new Set(rows.map((r) => `${r.id}\u0000${r.owner}`));
