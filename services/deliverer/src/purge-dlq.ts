@@ -1,5 +1,6 @@
 import type { Pool } from '@hookline/db';
 import { withTryLock } from '@hookline/db';
+import { ROLL_UP_EVENTS_SQL } from '@hookline/delivery';
 
 // Deletes expired DLQ entries (attempts go with them, by cascade) and the retained
 // payloads of their events when no other delivery of the event still needs one (any not
@@ -16,6 +17,26 @@ import { withTryLock } from '@hookline/db';
 // locked FOR SHARE SKIP LOCKED: each is read as it is now (one a replay reopened after this
 // statement began shows `replaying`), and one locked by someone else (being retried,
 // replayed or sent) is skipped and keeps the payload, as any not yet delivered does.
+//
+// The events of purged entries are then rolled up again in the same transaction (purgeDlq):
+// ROLL_UP_EVENTS_SQL, the roll-up outcomes use, from the deliveries that remain, then
+// SETTLE_PURGED_SQL. Without it an event whose only DLQ entry expired stayed `dlq_queued`
+// for ever with nothing in the DLQ (retry: 409, replay of a delivered sibling: 409
+// payload_not_retained), or went `dlq_queued` → `delivered` when a sibling was delivered.
+// The rule (see the README, DLQ retention, and GET /v1/dlq):
+// - another delivery still exhausted (a younger DLQ entry): `dlq_queued` stays;
+// - else one `failed` (being retried): `failed`; all `delivered`: `delivered` (the purged
+//   entry is gone, its attempts with it: the event's status is its remaining deliveries');
+// - else (the others still open: pending, held, replaying; or none left at all) the event
+//   leaves `dlq_queued` for `failed`: not delivered everywhere, and nothing of it is in the
+//   DLQ any more. Outcomes roll it up from there as usual (→ `delivered` once the open ones
+//   are, → `dlq_queued` if one is exhausted again); with no delivery left it stays `failed`
+//   (its payload went with the entry: status_reason `payload_purged`).
+// Only `dlq_queued` events are moved by that last rule; `delivered` and `acked` ones keep
+// their status and a `replayed` one follows the roll-up (→ `delivered` once all are).
+// The marking `payload_purged` comes after the roll-up (SETTLE_PURGED_SQL), so the events
+// are locked in id order (as the roll-up and outcomes lock them) before any is updated, and
+// the roll-up's `replayed` reason does not replace it.
 const CUTOFF = `now() - $1::float8 * interval '1 millisecond'`;
 
 export const PURGE_SQL = `
@@ -38,15 +59,39 @@ WITH gone AS (
     )
 ), payloads AS (
   DELETE FROM event_payloads p USING orphan o WHERE p.event_id = o.event_id RETURNING p.event_id
-), marked AS (
-  UPDATE events e SET status_reason = 'payload_purged', updated_at = now()
-  FROM payloads x WHERE e.id = x.event_id RETURNING e.id
 )
-SELECT (SELECT count(*) FROM gone)::int AS deliveries, (SELECT count(*) FROM marked)::int AS payloads`;
+SELECT (SELECT count(*) FROM gone)::int AS deliveries,
+       ARRAY(SELECT DISTINCT event_id FROM gone) AS event_ids,
+       ARRAY(SELECT event_id FROM payloads) AS purged_event_ids`;
+
+// After ROLL_UP_EVENTS_SQL on the events of the purged entries ($1): a `dlq_queued` one with
+// no exhausted delivery left becomes `failed` (the roll-up leaves an event whose remaining
+// deliveries are all open, or that has none, as it was); those whose payload went ($2) get
+// status_reason `payload_purged`. Returns the ids marked `payload_purged`.
+export const SETTLE_PURGED_SQL = `
+UPDATE events e
+   SET status = CASE WHEN e.status = 'dlq_queued' AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.status = 'exhausted')
+                     THEN 'failed'::"EventStatus" ELSE e.status END,
+       status_reason = CASE WHEN e.id = ANY($2::text[]) THEN 'payload_purged' ELSE e.status_reason END,
+       updated_at = now()
+ WHERE e.id = ANY($1::text[])
+   AND (e.id = ANY($2::text[])
+        OR (e.status = 'dlq_queued' AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.status = 'exhausted')))
+RETURNING e.id, e.id = ANY($2::text[]) AS payload_purged`;
 
 export interface PurgeResult {
   deliveries: number;
   payloads: number;
+}
+
+/** One chunk, inside the purge's transaction: the DELETE, then the events' roll-up. */
+async function purgeChunk(client: Pick<Pool, 'query'>, retentionMs: number, chunk: number): Promise<PurgeResult> {
+  const { rows } = await client.query<{ deliveries: number; event_ids: string[]; purged_event_ids: string[] }>(PURGE_SQL, [retentionMs, chunk]);
+  const r = rows[0]!;
+  if (!r.event_ids.length) return { deliveries: r.deliveries, payloads: 0 };
+  await client.query(ROLL_UP_EVENTS_SQL, [r.event_ids]);
+  const { rows: settled } = await client.query<{ id: string; payload_purged: boolean }>(SETTLE_PURGED_SQL, [r.event_ids, r.purged_event_ids]);
+  return { deliveries: r.deliveries, payloads: settled.filter((x) => x.payload_purged).length };
 }
 
 /** Purges DLQ entries older than `retentionMs`, in chunks; null when another replica is purging. */
@@ -54,7 +99,7 @@ export async function purgeDlq(pool: Pool, input: { retentionMs: number; chunk?:
   const chunk = input.chunk ?? 1000;
   const total: PurgeResult = { deliveries: 0, payloads: 0 };
   for (;;) {
-    const r = await withTryLock(pool, 'hookline-deliverer-purge', async (client) => (await client.query<PurgeResult>(PURGE_SQL, [input.retentionMs, chunk])).rows[0]!);
+    const r = await withTryLock(pool, 'hookline-deliverer-purge', (client) => purgeChunk(client, input.retentionMs, chunk));
     if (r === null) return total.deliveries > 0 ? total : null;
     total.deliveries += r.deliveries;
     total.payloads += r.payloads;

@@ -22,14 +22,15 @@ const RETRY_DESCRIPTION =
   'Each failed or exhausted delivery of the event that can still be delivered becomes pending, due now (one more attempt; one being sent right now is left to its attempt). ' +
   'Its destination must be ACTIVE, or DISABLED: the delivery is then held, pending, and sent once the destination is enabled again (or moved to the DLQ if it is deleted, or if it stays DISABLED for the HELD_RETENTION_MS of the deliverer, 7 days by default, counted from this retry). ' +
   "Deliveries whose destination is DELETED, or whose delivery flow is not ACTIVE (DISABLED or DELETED), are not retried: they stay as they are (a destination's or flow's delete moves its open deliveries to the DLQ, where they are purged after the DLQ retention). " +
-  'When the event has failed or exhausted deliveries but none can be retried: 409 with reason_code destination_not_active or flow_not_active (as replay answers), or payload_not_retained when the payload is gone. ' +
+  'When the event has failed or exhausted deliveries but none can be retried: 409 with reason_code destination_not_active or flow_not_active (as replay answers; each only when that destination or flow really is not in a state that delivers), or payload_not_retained when the payload is gone. ' +
+  'A failed delivery being sent when the retry runs is left to its attempt; if that attempt ends during the call, so that the delivery is retryable by the time the answer is decided, the retry runs once more and takes it; should it be in flight again by then, 409 with reason_code delivery_in_flight (fetch the event, and retry again if a delivery is still failed). ' +
   'An event with no failed or exhausted delivery (free to retry): 409 without a reason_code. ' +
   'A dlq_queued event whose exhausted deliveries are retried becomes replayed (then delivered once they are), as with a replay.';
 
 /** What a replay does to the event, and the 409 of a concurrent one: in the replay operations' descriptions. */
 const REPLAY_EVENT_EFFECT =
-  'The event of a replayed delivery becomes replayed when it was dlq_queued (then delivered once its deliveries are); any other event keeps its status. ' +
-  'So a delivered delivery of a delivered event is sent again while the event stays delivered, whatever the re-send gives (SPEC.md allows delivered only to become acked; a failing re-send ends in the DLQ on its own). ' +
+  'The event of a replayed exhausted delivery (one taken out of the DLQ) becomes replayed when it was dlq_queued (then delivered once its deliveries are); any other event keeps its status. ' +
+  'Re-sending a delivered delivery never changes its event: a delivered event stays delivered, whatever the re-send gives (SPEC.md allows delivered only to become acked; a failing re-send ends in the DLQ on its own), and a dlq_queued event (another of its deliveries in the DLQ) stays dlq_queued until that one is replayed, retried or purged. ' +
   'One delivery held by a concurrent replay or retry of it: 409 with reason_code replay_in_progress (fetch the delivery to see its outcome); one in another state than exhausted or delivered: 409 not_replayable with current_status.';
 
 const retryBody = { type: 'object', required: ['event_id'], properties: { event_id: { type: 'string', minLength: 1 } }, additionalProperties: false };
@@ -157,7 +158,11 @@ export const replayRoutes: AuthedRoute[] = [
     doc: {
       summary: 'The dead-letter queue: exhausted deliveries, newest first',
       description:
-        "Deliveries, not events: an event's status is dlq_queued while one of its deliveries is here, except for an event already delivered (or acked) whose re-sent delivery ended here again: that event keeps its status, so GET …/events?status=dlq_queued does not list it while this list does.",
+        "Deliveries, not events: an event's status is dlq_queued while one of its deliveries is here, except for an event already delivered (or acked) whose re-sent delivery ended here again: that event keeps its status, so GET …/events?status=dlq_queued does not list it while this list does. " +
+        'Entries are purged DLQ_RETENTION_MS (7 days by default) after they were exhausted, with their attempts, and with the retained payload when no other delivery of the event still needs it (the event then has status_reason payload_purged). ' +
+        "The purge then recomputes the event's status from the deliveries that remain, as delivery outcomes do: still dlq_queued while another of its deliveries is here; else failed when one is failed (being retried), delivered when all remaining ones are delivered; " +
+        'else (the remaining ones are still pending, held or replaying, or none remains) failed: it was not delivered everywhere and nothing of it is in the DLQ any more (from there it follows its remaining deliveries: delivered once they all are, dlq_queued if one is exhausted again; with none left it stays failed). ' +
+        'A delivered, acked or replayed event is not moved back by a purge.',
       tag: TAG, response: listOf('deliveries', deliveryView), query: ['limit', 'cursor', 'offset', 'event_id', 'destination_id', 'source_id', 'since', 'until'] },
     handler: async (ctx) => ok(listBody('deliveries', await listDeliveries(ctx.app, ctx.tenantId, ctx.query, 'exhausted'), deliveryToView)),
   },

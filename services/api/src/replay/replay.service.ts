@@ -82,9 +82,26 @@ async function lockOwners(client: Pick<Pool, 'query'>, destinationIds: readonly 
 export async function retryEvent(app: ReplayDeps, tenantId: string, eventId: string): Promise<string[]> {
   const { rows: evt } = await app.pool.query('SELECT 1 FROM events WHERE id = $1 AND tenant_id = $2', [eventId, tenantId]);
   if (!evt.length) throw AppError.notFound('event');
+  let rows = await retryOnce(app, tenantId, eventId);
+  if (!rows.length) {
+    // Nothing retried, yet a delivery may be retryable now: one in flight when RETRY_SQL ran
+    // (left to its attempt) whose attempt or lease has ended since. Then once more; if that
+    // too retries nothing while one still looks retryable (in flight again meanwhile),
+    // 409 delivery_in_flight, never a reason that is not true.
+    const why = await explainNoRetry(app, tenantId, eventId);
+    if (why) throw why;
+    rows = await retryOnce(app, tenantId, eventId);
+    if (!rows.length) throw (await explainNoRetry(app, tenantId, eventId)) ?? deliveryInFlight();
+  }
+  await enqueueDeliveries(app, rows.filter((r) => !r.held).map((r) => r.id), poolOf(app.pools, tenantId));
+  return rows.map((r) => r.id);
+}
+
+/** One retry transaction (RETRY_SQL): the deliveries it made pending, none enqueued yet. */
+async function retryOnce(app: ReplayDeps, tenantId: string, eventId: string): Promise<{ id: string; held: boolean; was_exhausted: boolean }[]> {
   // A deadlock victim (against a flow's apply, which locks the flow and then its
   // destination) changed nothing: the whole transaction runs again; enqueues come after it.
-  const rows = await retryingDeadlocks(() => withTransaction(app.pool, async (client) => {
+  return retryingDeadlocks(() => withTransaction(app.pool, async (client) => {
     const { rows: owners } = await client.query<{ destination_ids: string[] | null; flow_ids: string[] | null }>(RETRY_OWNERS_SQL, [tenantId, eventId]);
     const destinationIds = owners[0]?.destination_ids ?? [];
     const flowIds = owners[0]?.flow_ids ?? [];
@@ -94,13 +111,16 @@ export async function retryEvent(app: ReplayDeps, tenantId: string, eventId: str
     if (retried.some((r) => r.was_exhausted)) await markReplayed(client, [eventId]);
     return retried;
   }));
-  if (!rows.length) throw await explainNoRetry(app, tenantId, eventId);
-  await enqueueDeliveries(app, rows.filter((r) => !r.held).map((r) => r.id), poolOf(app.pools, tenantId));
-  return rows.map((r) => r.id);
 }
 
-/** Why an event has nothing to retry, as the 409 replay would give for the same cause. */
-async function explainNoRetry(app: ReplayDeps, tenantId: string, eventId: string): Promise<AppError> {
+/**
+ * Why an event has nothing to retry, as the 409 replay would give for the same cause; or
+ * null when one of its failed or exhausted deliveries is retryable now (free, payload
+ * retained, destination ACTIVE or DISABLED, flow ACTIVE): it was in flight when the retry
+ * ran and its attempt ended since. Each reason is named only when it is true of the
+ * deliveries as they are now.
+ */
+export async function explainNoRetry(app: Pick<ReplayDeps, 'pool'>, tenantId: string, eventId: string): Promise<AppError | null> {
   const { rows } = await app.pool.query<{ retained: boolean; dst_state: string; flow_state: string | null }>(
     `SELECT EXISTS (SELECT 1 FROM event_payloads p WHERE p.event_id = d.event_id) AS retained, t.state AS dst_state, f.state AS flow_state
        FROM deliveries d JOIN destinations t ON t.id = d.destination_id LEFT JOIN delivery_flows f ON f.id = d.flow_id
@@ -109,9 +129,19 @@ async function explainNoRetry(app: ReplayDeps, tenantId: string, eventId: string
   );
   if (!rows.length) return new AppError('conflict', 'The event has no failed or exhausted deliveries to retry.');
   if (!rows[0]!.retained) return payloadNotRetained('retried');
-  const dst = rows.find((r) => r.dst_state !== 'ACTIVE' && r.dst_state !== 'DISABLED');
+  const dstOk = (r: { dst_state: string }) => r.dst_state === 'ACTIVE' || r.dst_state === 'DISABLED';
+  const flowOk = (r: { flow_state: string | null }) => r.flow_state === null || r.flow_state === 'ACTIVE';
+  if (rows.some((r) => dstOk(r) && flowOk(r))) return null;
+  const dst = rows.find((r) => !dstOk(r));
   if (dst) return notActive('destination', dst.dst_state, 'retrying');
-  return notActive('flow', rows.find((r) => r.flow_state !== null && r.flow_state !== 'ACTIVE')?.flow_state ?? 'not ACTIVE', 'retrying');
+  return notActive('flow', rows.find((r) => !flowOk(r))!.flow_state!, 'retrying');
+}
+
+/** 409 delivery_in_flight: a delivery looked retryable after each of two retries, which both found it in flight. */
+function deliveryInFlight(): AppError {
+  return new AppError('conflict', 'A delivery of this event was being sent while the retry ran, and its attempt has ended since; fetch the event and retry again if a delivery is still failed.', {
+    reason_code: 'delivery_in_flight',
+  });
 }
 
 /** 409 payload_not_retained: replay and retry refuse a delivery whose payload was purged. */
@@ -170,20 +200,27 @@ SELECT c.id, c.destination_id, c.flow_id FROM deliveries c
 // After lockOwners: the candidates ($8) that still match, destination and flow state read
 // as they are now (this statement's snapshot is taken after the locks were granted). A
 // candidate another transaction holds (being sent, recorded, closed) is skipped.
+//
+// Each row's status as it was when locked (`was`: after any concurrent writer committed)
+// comes back with it: `was_exhausted` says the replay took it out of the DLQ; only those
+// rows' events are marked `replayed` (markReplayed). A delivered delivery sent again leaves
+// its event as it is, even a `dlq_queued` one whose other delivery is still in the DLQ.
 const REPLAY_SQL = `
 UPDATE deliveries d
    SET status = 'replaying', replay_count = d.replay_count + 1, round_start_attempt = d.attempt_count, next_attempt_at = now(), lease_until = NULL, lease_owner = NULL, held = false, held_since = NULL, updated_at = now()
- WHERE d.id IN (
-   SELECT c.id FROM deliveries c
-    WHERE c.id = ANY($8::text[]) AND ${REPLAY_MATCH}
-    ORDER BY c.id LIMIT $7 FOR UPDATE SKIP LOCKED)
-RETURNING d.id, d.event_id`;
+  FROM (SELECT c.id, c.status FROM deliveries c
+         WHERE c.id = ANY($8::text[]) AND ${REPLAY_MATCH}
+         ORDER BY c.id LIMIT $7 FOR UPDATE SKIP LOCKED) was
+ WHERE d.id = was.id
+RETURNING d.id, d.event_id, was.status = 'exhausted' AS was_exhausted`;
 
 /**
  * Replay: deliveries (exhausted by default) whose payload is still retained and whose
  * destination and flow are ACTIVE go back to `replaying` with a fresh round of attempts;
- * their events become `replayed` when they were `dlq_queued` (markReplayed: a delivered
- * event whose delivered delivery is re-sent stays `delivered`). One transaction, so a
+ * the events of those taken out of the DLQ (exhausted ones) become `replayed` when they were
+ * `dlq_queued` (markReplayed); re-sending a delivered delivery leaves its event as it is (a
+ * `delivered` one stays `delivered`, a `dlq_queued` one stays in the DLQ's view while its
+ * exhausted delivery is there). One transaction, so a
  * replay is all-or-nothing per call.
  * (A delivery of a DISABLED or DELETED flow would never be claimed: it would stay
  * `replaying` for ever.)
@@ -204,14 +241,14 @@ RETURNING d.id, d.event_id`;
  * end of the candidates. Deliveries are locked in id order across rounds; a later round's
  * owners are locked after the earlier rounds' (each round's in id order, destinations
  * first): a deadlock victim runs again as a whole (retryingDeadlocks). The events are
- * marked `replayed` once, after the last round.
+ * marked `replayed` once, after the last round (only those of rows that were exhausted).
  */
 export async function replayMatching(app: ReplayDeps, tenantId: string, f: ReplayFilter): Promise<{ id: string; eventId: string }[]> {
   const match = [tenantId, f.deliveryIds ?? null, f.status ? [f.status] : f.deliveryIds ? REPLAYABLE : ['exhausted'], f.destinationId ?? null, f.since ?? null, f.until ?? null];
   // With a list, the candidates are at most the listed ids: once all were seen, no round is left.
   const listed = f.deliveryIds ? new Set(f.deliveryIds).size : Infinity;
   const replayed = await retryingDeadlocks(() => withTransaction(app.pool, async (client) => {
-    const rows: { id: string; event_id: string }[] = [];
+    const rows: { id: string; event_id: string; was_exhausted: boolean }[] = [];
     let after: string | null = null;
     let seen = 0;
     while (rows.length < f.limit) {
@@ -221,13 +258,14 @@ export async function replayMatching(app: ReplayDeps, tenantId: string, f: Repla
       const { rows: candidates }: { rows: Candidate[] } = await client.query<Candidate>(REPLAY_CANDIDATES_SQL, [...match, take, after]);
       if (!candidates.length) break;
       await lockOwners(client, [...new Set(candidates.map((c) => c.destination_id))], [...new Set(candidates.map((c) => c.flow_id))]);
-      const { rows: updated } = await client.query<{ id: string; event_id: string }>(REPLAY_SQL, [...match, missing, candidates.map((c) => c.id)]);
+      const { rows: updated } = await client.query<{ id: string; event_id: string; was_exhausted: boolean }>(REPLAY_SQL, [...match, missing, candidates.map((c) => c.id)]);
       rows.push(...updated);
       seen += candidates.length;
       if (candidates.length < take || seen >= listed) break;
       after = candidates[candidates.length - 1]!.id;
     }
-    if (rows.length) await markReplayed(client, [...new Set(rows.map((r) => r.event_id))]);
+    const outOfDlq = [...new Set(rows.filter((r) => r.was_exhausted).map((r) => r.event_id))];
+    if (outOfDlq.length) await markReplayed(client, outOfDlq);
     return rows.map((r) => ({ id: r.id, eventId: r.event_id }));
   }));
   await enqueueDeliveries(app, replayed.map((r) => r.id), poolOf(app.pools, tenantId));
