@@ -52,6 +52,13 @@ export const apiEnv = {
     description:
       "Open deliveries a DELETE of a destination or flow moves to the DLQ in its own transaction (about 1 s per 10,000, holding the request and locks); the rest are moved by the deliverer's janitor, woken at once, a batch run per JANITOR_INTERVAL_MS",
   },
+  IDEMPOTENCY_STALE_CLAIM_MS: {
+    type: 'integer',
+    default: 60_000,
+    minimum: 1000,
+    description:
+      'An Idempotency-Key claim whose request has not been heard from for this long (its process died) may be taken over by a retry; a running request refreshes its claim every quarter of this, however long it runs or waits on locks, so its retries answer 409 until it finishes',
+  },
   ...evidenceEnv,
   ...observabilityEnv,
 } as const satisfies EnvSchema;

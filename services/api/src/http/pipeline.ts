@@ -62,11 +62,11 @@ async function execute(app: AppContext, route: AuthedRoute, ctx: RequestContext,
     reply = await route.handler(ctx);
   } catch (err) {
     const failed = problemReply(err, ctx.requestId);
-    await finishIdempotent(app, ctx.tenantId, actor, key, failed.status, failed.body);
+    await finishIdempotent(app, started, failed.status, failed.body);
     throw err;
   }
   res.locals['resourceId'] ??= idFromBody(reply.body);
-  await finishIdempotent(app, ctx.tenantId, actor, key, reply.status, reply.body);
+  await finishIdempotent(app, started, reply.status, reply.body);
   return reply;
 }
 

@@ -29,7 +29,10 @@ const DELIVERY_EFFECTS: Partial<Record<LifecycleKind, Partial<Record<Transition,
     disable:
       'Delivery stops: its pending, failed and replaying deliveries are held (not sent, no attempt used), and ACTIVE flows to it keep creating deliveries for new events, held the same way. ' +
       "A delivery held for longer than the deliverer's HELD_RETENTION_MS (7 days by default), counted from when it was held (the disable, or its routing or retry while the destination was DISABLED), is moved to the DLQ with last_error 'held_expired: …'; retried from there, it is held again while the destination is DISABLED, for another HELD_RETENTION_MS.",
-    enable: 'Delivery resumes: its held deliveries that are due are handed to the deliverer at once; the rest follow their schedule.',
+    enable:
+      'Delivery resumes: its held deliveries that are due are handed to the deliverer at once; the rest follow their schedule. ' +
+      "Its circuit breaker and failure streak are reset before it becomes ACTIVE, so the first failure after the enable starts a new streak (the auto-disable after DESTINATION_DISABLE_AFTER_MS of failures counts from there). " +
+      'When they cannot be reset (Redis unavailable): 503 service-unavailable with Retry-After, and nothing changes (the destination stays DISABLED, its deliveries held); retry after the wait.',
     delete:
       "DRAFT or DISABLED → DELETED; disable an ACTIVE destination first. In the same transaction its open deliveries (pending, failed, replaying, including one being sent right now) become exhausted with last_error 'destination_deleted: …', and their events' status is rolled up (dlq_queued; an event already delivered or acked keeps its status: a re-send of a delivered delivery that ends in the DLQ counts there without moving its event back). " +
       BEYOND_INLINE_LIMIT +

@@ -115,7 +115,9 @@ export async function changeState(app: AppContext, kind: LifecycleKind, tenantId
     await announce(app, openDeliveriesLeft ? { kind, id, tenantId, openDeliveriesLeft } : { kind, id, tenantId });
     return;
   }
-  if (kind === 'destination' && (t === 'disable' || t === 'enable')) {
+  if (kind === 'destination' && t === 'enable') {
+    await retryingDeadlocks(() => enableDestination(app, tenantId, id));
+  } else if (kind === 'destination' && t === 'disable') {
     // Its deliveries' `held` flag follows its state in the same statement: the trigger
     // on destinations.state (migration 20261124000000_held_deliveries) marks the open
     // deliveries held when it is disabled and clears them when it is enabled, locking
@@ -125,14 +127,46 @@ export async function changeState(app: AppContext, kind: LifecycleKind, tenantId
   } else {
     await transition(app.pool, kind, tenantId, id, t);
   }
-  if (kind === 'destination' && t === 'enable') {
-    // A re-enabled destination starts with a closed circuit breaker.
-    await resetDestinationHealthState(app.redis, app.config.QUEUE_PREFIX, id).catch(() => undefined);
-  }
   await announce(app, { kind, id, tenantId });
   // Delivery resumes: the held deliveries go out now (after the announcement, so that
   // routers have stopped holding new ones), not at the next recovery sweep.
   if (t === 'enable' && kind !== 'ingester') await requeueHeld(app, kind, tenantId, id);
+}
+
+/** Seconds a client is asked to wait when a re-enabled destination's health could not be reset. */
+export const HEALTH_RESET_RETRY_AFTER_S = 2;
+
+/**
+ * Re-enables a DISABLED destination with a fresh health record. Its circuit and failure
+ * streak (`failing_since`, in Redis: packages/queues destination-state.ts) are forgotten
+ * before the destination becomes ACTIVE, under its row lock and in the enable's
+ * transaction: a failure recorded from then on starts a new streak, so the deliverer's
+ * auto-disable (actOnHealth: failing since DESTINATION_DISABLE_AFTER_MS) cannot disable it
+ * again on the streak that disabled it. When Redis cannot forget it (unreachable, or no
+ * answer within REDIS_COMMAND_TIMEOUT_MS) the enable is refused whole: 503
+ * service-unavailable with Retry-After, the destination still DISABLED and its
+ * deliveries held. A refused transition (not DISABLED: 409; missing: 404) resets nothing.
+ * The trigger's locks (held flags cleared, in id order) can meet an outcome batch's: run
+ * it in retryingDeadlocks.
+ */
+async function enableDestination(app: AppContext, tenantId: string, id: string): Promise<void> {
+  await withTransaction(app.pool, async (client) => {
+    const { rows } = await client.query<{ state: LifecycleState }>('SELECT state FROM destinations WHERE id = $1 AND tenant_id = $2 FOR UPDATE', [id, tenantId]);
+    const state = rows[0]?.state;
+    if (!state || !TRANSITIONS.enable.from.includes(state)) throw refusal('destination', 'enable', state);
+    try {
+      await resetDestinationHealthState(app.redis, app.config.QUEUE_PREFIX, id);
+    } catch (err) {
+      app.logger.warn('could not reset the health of a destination being enabled; enable refused', { destination_id: id, tenant_id: tenantId, err: (err as Error).message });
+      throw new AppError(
+        'service-unavailable',
+        "The destination's circuit breaker could not be reset (Redis unavailable), so it was not enabled. Retry after the time in Retry-After.",
+        {},
+        { 'Retry-After': String(HEALTH_RESET_RETRY_AFTER_S) },
+      );
+    }
+    await transition(client, 'destination', tenantId, id, 'enable');
+  });
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { AppError } from '@hookline/errors';
 import type { AppContext } from '../context';
 
@@ -11,15 +11,35 @@ import type { AppContext } from '../context';
  * checks that depend on the caller (the scopes it may grant, a rate-limit cap) run only when
  * a request runs, so only the credential that made it gets it back.
  *
- * The first request claims the key with an in-flight row (status 0); the finished response
- * is stored sealed. Same key + same request → the stored status and body; different request
- * → 409 idempotency-conflict. A claim left in flight for a minute (crashed process) is
- * retaken.
+ * The first request claims the key with an in-flight row (status 0) holding a token of its
+ * own and the time it was last known alive (`response_body` = {claim, alive_at}); the
+ * finished response is stored sealed. Same key + same request → the stored status and
+ * body; different request → 409 idempotency-conflict; the same request while the first
+ * still runs → 409 conflict ("still being processed"), however long it runs.
+ *
+ * Liveness, not age, decides whether a claim may be retaken: the owning request refreshes
+ * `alive_at` every quarter of IDEMPOTENCY_STALE_CLAIM_MS (60 s by default) while it runs
+ * (waiting on locks included: the api sets no statement or lock timeout, so a request has
+ * no upper bound), and only a claim not refreshed for IDEMPOTENCY_STALE_CLAIM_MS (its
+ * process crashed or was killed) is retaken by a retry. The owner stores its outcome (or,
+ * on a 5xx, releases the key) only while it still holds its own claim: a run whose claim was
+ * retaken answers its own client but never overwrites the record of the run that took it.
+ * (A claim written before `alive_at` existed is judged by its created_at, as before.)
  */
 const TTL = `interval '24 hours'`;
-const STALE_CLAIM = `interval '60 seconds'`;
+const DEFAULT_STALE_CLAIM_MS = 60_000;
 
-export type IdempotencyStart = { kind: 'claimed' } | { kind: 'replay'; status: number; body: unknown };
+export interface IdempotencyClaim {
+  kind: 'claimed';
+  scope: string;
+  key: string;
+  /** This request's own claim: finishIdempotent stores only under it. */
+  token: string;
+  /** Keeps `alive_at` fresh while the request runs; stopped by finishIdempotent. */
+  heartbeat: NodeJS.Timeout;
+}
+
+export type IdempotencyStart = IdempotencyClaim | { kind: 'replay'; status: number; body: unknown };
 
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
@@ -43,19 +63,48 @@ function scopeOf(tenantId: string, actor: string): string {
   return `api:${tenantId}:${actor}`;
 }
 
+function staleClaimMs(app: AppContext): number {
+  return app.config.IDEMPOTENCY_STALE_CLAIM_MS ?? DEFAULT_STALE_CLAIM_MS;
+}
+
+// An in-flight claim: its token and when its request was last known alive.
+const CLAIM = `jsonb_build_object('claim', $5::text, 'alive_at', now())`;
+// The claim is held by `token` (and still in flight).
+const HELD = `scope = $1 AND key = $2 AND status_code = 0 AND response_body->>'claim' = $3`;
+
+/**
+ * Refreshes the claim's `alive_at` every quarter of the stale window while the request
+ * runs; stops when the claim is no longer this request's (finished or retaken). A failed
+ * refresh is logged and tried again at the next beat: the window allows three misses.
+ */
+function startHeartbeat(app: AppContext, scope: string, key: string, token: string): NodeJS.Timeout {
+  const timer: NodeJS.Timeout = setInterval(() => {
+    app.pool
+      .query(`UPDATE idempotency_records SET response_body = jsonb_set(response_body, '{alive_at}', to_jsonb(now())) WHERE ${HELD}`, [scope, key, token])
+      .then((r) => {
+        if (!r.rowCount) clearInterval(timer);
+      })
+      .catch((err: Error) => app.logger.warn('could not refresh an Idempotency-Key claim', { scope, err: err.message }));
+  }, Math.max(100, Math.floor(staleClaimMs(app) / 4)));
+  timer.unref();
+  return timer;
+}
+
 export async function startIdempotent(app: AppContext, tenantId: string, actor: string, key: string, hash: string): Promise<IdempotencyStart> {
   const scope = scopeOf(tenantId, actor);
+  const token = randomUUID();
   const claimed = await app.pool.query(
     `INSERT INTO idempotency_records (scope, key, tenant_id, request_hash, status_code, response_body, expires_at)
-     VALUES ($1, $2, $3, $4, 0, NULL, now() + ${TTL})
+     VALUES ($1, $2, $3, $4, 0, ${CLAIM}, now() + ${TTL})
      ON CONFLICT (scope, key) DO UPDATE
-       SET request_hash = EXCLUDED.request_hash, status_code = 0, response_body = NULL, created_at = now(), expires_at = EXCLUDED.expires_at
+       SET request_hash = EXCLUDED.request_hash, status_code = 0, response_body = EXCLUDED.response_body, created_at = now(), expires_at = EXCLUDED.expires_at
        WHERE idempotency_records.expires_at < now()
-          OR (idempotency_records.status_code = 0 AND idempotency_records.created_at < now() - ${STALE_CLAIM})
+          OR (idempotency_records.status_code = 0
+              AND COALESCE((idempotency_records.response_body->>'alive_at')::timestamptz, idempotency_records.created_at) < now() - $6::double precision * interval '1 millisecond')
      RETURNING key`,
-    [scope, key, tenantId, hash],
+    [scope, key, tenantId, hash, token, staleClaimMs(app)],
   );
-  if (claimed.rowCount) return { kind: 'claimed' };
+  if (claimed.rowCount) return { kind: 'claimed', scope, key, token, heartbeat: startHeartbeat(app, scope, key, token) };
   const { rows } = await app.pool.query<{ request_hash: string; status_code: number; response_body: { sealed?: string } | null }>(
     'SELECT request_hash, status_code, response_body FROM idempotency_records WHERE scope = $1 AND key = $2',
     [scope, key],
@@ -70,13 +119,19 @@ export async function startIdempotent(app: AppContext, tenantId: string, actor: 
   return { kind: 'replay', status: row.status_code, body: sealed ? (JSON.parse(app.box.open(sealed)) as unknown) : undefined };
 }
 
-/** Stores the outcome; a server error releases the key instead, so a retry runs again. */
-export async function finishIdempotent(app: AppContext, tenantId: string, actor: string, key: string, status: number, body: unknown): Promise<void> {
-  const scope = scopeOf(tenantId, actor);
+/**
+ * Stores the outcome under this request's own claim; a server error releases the key
+ * instead, so a retry runs again. A claim retaken meanwhile (this request was not heard
+ * from for IDEMPOTENCY_STALE_CLAIM_MS) is left to the request that holds it.
+ */
+export async function finishIdempotent(app: AppContext, claim: IdempotencyClaim, status: number, body: unknown): Promise<void> {
+  clearInterval(claim.heartbeat);
+  const { scope, key, token } = claim;
   if (status >= 500) {
-    await app.pool.query('DELETE FROM idempotency_records WHERE scope = $1 AND key = $2 AND status_code = 0', [scope, key]);
+    await app.pool.query(`DELETE FROM idempotency_records WHERE ${HELD}`, [scope, key, token]);
     return;
   }
   const sealed = body === undefined ? null : { sealed: app.box.seal(JSON.stringify(body)) };
-  await app.pool.query('UPDATE idempotency_records SET status_code = $3, response_body = $4 WHERE scope = $1 AND key = $2 AND status_code = 0', [scope, key, status, sealed]);
+  const stored = await app.pool.query(`UPDATE idempotency_records SET status_code = $4, response_body = $5 WHERE ${HELD}`, [scope, key, token, status, sealed]);
+  if (!stored.rowCount) app.logger.warn('Idempotency-Key claim was retaken before the request finished; its outcome is not stored', { scope, status });
 }

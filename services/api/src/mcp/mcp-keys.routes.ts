@@ -91,10 +91,10 @@ async function idempotent(deps: McpDeps, admin: KeyAdmin, req: Request, res: Res
     out = await run();
   } catch (err) {
     const failed = problemReply(err, requestIdOf(res));
-    await finishIdempotent(app, tenantId, actor, key, failed.status, failed.body);
+    await finishIdempotent(app, started, failed.status, failed.body);
     throw err;
   }
-  await finishIdempotent(app, tenantId, actor, key, out.status, out.body);
+  await finishIdempotent(app, started, out.status, out.body);
   return out;
 }
 

@@ -63,7 +63,7 @@ export const ERROR_DESCRIPTIONS: Record<number, string> = {
   422: 'unprocessable-entity: well-formed but refers to something that does not exist',
   429: 'rate-limit-exceeded (retry_after_seconds, Retry-After)',
   500: 'internal-error',
-  503: 'service-unavailable: PostgreSQL is temporarily unreachable; retry after the Retry-After seconds',
+  503: 'service-unavailable: PostgreSQL (or, for a step that needs it such as a destination enable, Redis) is temporarily unreachable; nothing was applied; retry after the Retry-After seconds',
 };
 
 export const securitySchemes = {
@@ -84,6 +84,8 @@ export const IDEMPOTENCY_KEY_PARAMETER = {
   in: 'header',
   required: false,
   description:
-    'Kept 24 h per credential: the same key and body from the same credential return the original status and body (Idempotent-Replayed: true); another body is 409 idempotency-conflict; another credential\'s request with the same key is its own request',
+    'Kept 24 h per credential: the same key and body from the same credential return the original status and body (Idempotent-Replayed: true); another body is 409 idempotency-conflict; another credential\'s request with the same key is its own request. ' +
+    'While the first request with the key is still running (however long: waiting on locks included), the same request again is 409 conflict ("still being processed"; nothing is run): retry later to get the first one\'s answer. ' +
+    'Only a request not heard from for IDEMPOTENCY_STALE_CLAIM_MS (60 s by default; its server process died) loses the key to a retry, which then runs; should that request still finish, its client gets its answer but the key keeps the retry\'s',
   schema: { type: 'string', maxLength: 255 },
 };

@@ -1,0 +1,135 @@
+// An Idempotency-Key claim belongs to the request that made it for as long as that request
+// runs (limits/idempotency.ts): a retry that waits on locks past the stale window keeps it
+// (its heartbeat), so a client's retry under the same key answers 409 "still being
+// processed" instead of running the write a second time; and a request whose claim was
+// taken over (judged dead) never stores its outcome over the claim of the one that took it.
+// Real slow requests: the test holds the destination's row lock, so a retry waits.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { PoolClient } from 'pg';
+import { waitFor } from '@hookline/testing';
+import { finishIdempotent, startIdempotent } from '../services/api/src/limits/idempotency';
+import { startApi, type ApiHarness } from './api-harness';
+import { createPipeline, insertDelivery, insertEvent } from './api-fixtures';
+
+jest.setTimeout(60_000);
+
+/** Short stale window (1 s: a heartbeat every 250 ms) for the slow-request test. */
+let fast: ApiHarness;
+/** The default window (60 s: a heartbeat every 15 s) for the takeover test. */
+let slow: ApiHarness;
+beforeAll(async () => {
+  fast = await startApi('idemclaimfast', { IDEMPOTENCY_STALE_CLAIM_MS: '1000' });
+  slow = await startApi('idemclaimslow');
+});
+afterAll(async () => {
+  await fast?.close();
+  await slow?.close();
+});
+
+/** A tenant with an event whose one delivery failed: retryable once. */
+async function retryable(h: ApiHarness) {
+  const t = await h.tenant();
+  const p = await createPipeline(h, t.tenantId, t.apiKey);
+  const evt = await insertEvent(h, t.tenantId, p.ingesterId, { status: 'failed' });
+  const dlv = await insertDelivery(h, t.tenantId, evt, p, { status: 'failed', attempts: 2 });
+  return { t, p, evt, dlv, path: `/v1/tenants/${t.tenantId}/events/${evt}/retry` };
+}
+
+/** Holds the destination's row lock (FOR UPDATE): a retry's FOR SHARE waits for it. */
+async function lockDestination(h: ApiHarness, destinationId: string): Promise<PoolClient> {
+  const c = await h.db.pool.connect();
+  await c.query('BEGIN');
+  await c.query('SELECT 1 FROM destinations WHERE id = $1 FOR UPDATE', [destinationId]);
+  return c;
+}
+
+async function release(c: PoolClient): Promise<void> {
+  await c.query('ROLLBACK').catch(() => undefined);
+  c.release();
+}
+
+function claimRow(h: ApiHarness, tenantId: string, key: string) {
+  return h.db.pool
+    .query<{ scope: string; status_code: number; request_hash: string }>('SELECT scope, status_code, request_hash FROM idempotency_records WHERE tenant_id = $1 AND key = $2', [tenantId, key])
+    .then((r) => r.rows[0]);
+}
+
+/** Answers `p`, or null when it has not answered within `ms`. */
+async function within<T>(p: Promise<T>, ms: number): Promise<T | null> {
+  return Promise.race([p, sleep(ms).then(() => null)]);
+}
+
+const STILL_RUNNING = /still being processed/;
+
+it('a retry waiting on locks past the stale window keeps its claim: the same key answers 409 while it runs, then its 202', async () => {
+  const h = fast;
+  const { t, p, dlv, path } = await retryable(h);
+  const headers = { 'idempotency-key': 'slow-retry-1' };
+  const lock = await lockDestination(h, p.destinationId);
+  let first: Promise<Awaited<ReturnType<ApiHarness['call']>>>;
+  let second: Awaited<ReturnType<ApiHarness['call']>> | null;
+  let late: Promise<unknown> = Promise.resolve();
+  try {
+    first = h.call('POST', path, { key: t.apiKey, headers });
+    await waitFor(async () => (await claimRow(h, t.tenantId, headers['idempotency-key']))?.status_code === 0, { what: 'the first request to claim its key' });
+    // The first request has been running for 10 minutes by its claim's creation time, and
+    // it is still waiting on the lock for longer than the 1 s stale window (real time).
+    await h.db.pool.query(`UPDATE idempotency_records SET created_at = created_at - interval '10 minutes' WHERE tenant_id = $1 AND key = $2`, [t.tenantId, headers['idempotency-key']]);
+    await sleep(2500);
+    const retried = h.call('POST', path, { key: t.apiKey, headers });
+    late = retried.catch(() => undefined);
+    second = await within(retried, 1500);
+  } finally {
+    await release(lock);
+  }
+  const done = await first;
+  await late;
+  expect([done.status, done.body.delivery_ids]).toEqual([202, [dlv]]);
+  // The client's retry was not run: it was told the first is still in progress.
+  expect(second && [second.status, second.body.type, second.headers.get('idempotent-replayed')]).toEqual([409, 'https://hookline.dev/errors/conflict', null]);
+  expect(second?.body.detail).toMatch(STILL_RUNNING);
+  // Once the first has finished, the key answers its 202.
+  const again = await h.call('POST', path, { key: t.apiKey, headers });
+  expect([again.status, again.headers.get('idempotent-replayed'), again.body]).toEqual([202, 'true', done.body]);
+});
+
+it('a request whose claim was taken over (not heard from for the stale window) does not store its outcome over the new claim', async () => {
+  const h = slow;
+  const { t, p, path } = await retryable(h);
+  const key = 'taken-over-1';
+  const headers = { 'idempotency-key': key };
+  const lock = await lockDestination(h, p.destinationId);
+  let first: Promise<Awaited<ReturnType<ApiHarness['call']>>>;
+  let takeover: Awaited<ReturnType<typeof startIdempotent>>;
+  try {
+    first = h.call('POST', path, { key: t.apiKey, headers });
+    const row = await waitFor(async () => {
+      const r = await claimRow(h, t.tenantId, key);
+      return r?.status_code === 0 && r;
+    }, { what: 'the first request to claim its key' });
+    // The first request is judged dead: nothing heard from it for 10 minutes (every time its claim holds).
+    await h.db.pool.query(
+      `UPDATE idempotency_records SET created_at = created_at - interval '10 minutes',
+              response_body = CASE WHEN response_body ? 'alive_at' THEN jsonb_set(response_body, '{alive_at}', to_jsonb(now() - interval '10 minutes')) ELSE response_body END
+        WHERE tenant_id = $1 AND key = $2`,
+      [t.tenantId, key],
+    );
+    // Another run of the same request takes the key over (as a retry on another replica would).
+    const actor = row.scope.slice(`api:${t.tenantId}:`.length);
+    takeover = await startIdempotent(h.api.context, t.tenantId, actor, key, row.request_hash);
+    expect(takeover.kind).toBe('claimed');
+  } finally {
+    await release(lock);
+  }
+  const done = await first;
+  expect(done.status).toBe(202);
+  // The first request answered its own client, but the key is the new claim's: still in progress.
+  const during = await h.call('POST', path, { key: t.apiKey, headers });
+  expect([during.status, during.body.detail]).toEqual([409, expect.stringMatching(STILL_RUNNING)]);
+  expect((await claimRow(h, t.tenantId, key))?.status_code).toBe(0);
+  // The new claim's outcome is the one the key keeps.
+  if (takeover.kind !== 'claimed') throw new Error('not claimed');
+  await finishIdempotent(h.api.context, takeover, 409, { type: 'https://hookline.dev/errors/conflict', title: 'Conflict', status: 409, detail: 'The event has no failed or exhausted deliveries to retry.', instance: 'req_takeover' });
+  const after = await h.call('POST', path, { key: t.apiKey, headers });
+  expect([after.status, after.headers.get('idempotent-replayed'), after.body.detail]).toEqual([409, 'true', 'The event has no failed or exhausted deliveries to retry.']);
+});
