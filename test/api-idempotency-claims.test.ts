@@ -13,12 +13,12 @@ import { createPipeline, insertDelivery, insertEvent } from './api-fixtures';
 
 jest.setTimeout(60_000);
 
-/** Short stale window (1 s: a heartbeat every 250 ms) for the slow-request test. */
+/** Short stale window (3 s: a heartbeat every 750 ms) for the slow-request test. */
 let fast: ApiHarness;
 /** The default window (60 s: a heartbeat every 15 s) for the takeover test. */
 let slow: ApiHarness;
 beforeAll(async () => {
-  fast = await startApi('idemclaimfast', { IDEMPOTENCY_STALE_CLAIM_MS: '1000' });
+  fast = await startApi('idemclaimfast', { IDEMPOTENCY_STALE_CLAIM_MS: '3000' });
   slow = await startApi('idemclaimslow');
 });
 afterAll(async () => {
@@ -73,12 +73,12 @@ it('a retry waiting on locks past the stale window keeps its claim: the same key
     first = h.call('POST', path, { key: t.apiKey, headers });
     await waitFor(async () => (await claimRow(h, t.tenantId, headers['idempotency-key']))?.status_code === 0, { what: 'the first request to claim its key' });
     // The first request has been running for 10 minutes by its claim's creation time, and
-    // it is still waiting on the lock for longer than the 1 s stale window (real time).
+    // it is still waiting on the lock for longer than the 3 s stale window (real time).
     await h.db.pool.query(`UPDATE idempotency_records SET created_at = created_at - interval '10 minutes' WHERE tenant_id = $1 AND key = $2`, [t.tenantId, headers['idempotency-key']]);
-    await sleep(2500);
+    await sleep(4500);
     const retried = h.call('POST', path, { key: t.apiKey, headers });
     late = retried.catch(() => undefined);
-    second = await within(retried, 1500);
+    second = await within(retried, 10_000);
   } finally {
     await release(lock);
   }

@@ -49,13 +49,14 @@ describe('redaction', () => {
           auth: { access_token: 'at_1', refresh_token: 'rt_1', client_secret: 'cs_1', clusterKey: 'hkc_1', SECRETS_KEY: 'sk_1', private_key: 'pk_1', passwd: 'p_1' },
         },
         destination: { signingSecret: 'whsec_1', config: { signing_secret: 'whsec_2' } },
+        runTogether: { clientsecret: 'rt_cs', authtoken: 'rt_at', dbpassword: 'rt_pw', signingkey: 'rt_sk', CLUSTERKEY: 'rt_ck', 'x-signature256': 'rt_sig' },
         api_key_id: 'key_01',
         idempotency_key: 'dlv_01',
         delivery_id: 'dlv_02',
       }),
     );
     const text = JSON.stringify(out);
-    for (const secret of ['eyJ', 'hl_live_1', 'mcp_1', 'sha256=ab', 'c2ln', 'dTpw', 'at_1', 'rt_1', 'cs_1', 'hkc_1', 'sk_1', 'pk_1', 'p_1', 'whsec_1', 'whsec_2']) expect(text).not.toContain(secret);
+    for (const secret of ['eyJ', 'hl_live_1', 'mcp_1', 'sha256=ab', 'c2ln', 'dTpw', 'at_1', 'rt_1', 'cs_1', 'hkc_1', 'sk_1', 'pk_1', 'p_1', 'whsec_1', 'whsec_2', 'rt_cs', 'rt_at', 'rt_pw', 'rt_sk', 'rt_ck', 'rt_sig']) expect(text).not.toContain(secret);
     expect(out).toMatchObject({ api_key_id: 'key_01', idempotency_key: 'dlv_01', delivery_id: 'dlv_02' });
   });
 

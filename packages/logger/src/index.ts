@@ -9,8 +9,12 @@ export type Logger = winston.Logger;
 // credential name (secret-names.ts: `authorization`, `x-api-key`, `clusterKey`, `SECRETS_KEY`,
 // `client_secret`, `access_token`, `x-hub-signature-256`, …, the same words the api refuses
 // in configs and hides in views) and payload bodies.
+// Names run together without separators (`clientsecret`, `authtoken`, `signingkey`,
+// `x-signature256`) have no words to read, so logs also hide these endings: a log line
+// may hide more than the api refuses, never less.
 const BODY = /^(?:raw|body|payload|(?:raw|request|response)[-_]?body|body[-_]?base64)$/i;
-const redacted = (key: string): boolean => BODY.test(key) || isSecretLookingKey(key);
+const RUN_TOGETHER = /(?:secret|token|passw(?:or)?d|signature(?:[-_]?\d+)?|hmac(?:[-_]?sha\d+)?|(?:api|private|signing|hmac|cluster|secrets|evidence|access|client|session|encryption|master)[-_]?key)$/i;
+const redacted = (key: string): boolean => BODY.test(key) || RUN_TOGETHER.test(key) || isSecretLookingKey(key);
 
 // Credentials inside text (an error quoting a connection string or a request):
 // `scheme://user:password@host` and `scheme://token@host` (the whole userinfo, up to the

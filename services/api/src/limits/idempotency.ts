@@ -75,16 +75,25 @@ const HELD = `scope = $1 AND key = $2 AND status_code = 0 AND response_body->>'c
 /**
  * Refreshes the claim's `alive_at` every quarter of the stale window while the request
  * runs; stops when the claim is no longer this request's (finished or retaken). A failed
- * refresh is logged and tried again at the next beat: the window allows three misses.
+ * refresh is logged and tried again at the next beat: the window allows three misses. A
+ * beat is skipped while the previous one is still waiting (for a pool connection, say), so
+ * beats never queue up. `created_at` moves with `alive_at`: replicas of the previous release
+ * judge a claim by it alone.
  */
 function startHeartbeat(app: AppContext, scope: string, key: string, token: string): NodeJS.Timeout {
+  let pending = false;
   const timer: NodeJS.Timeout = setInterval(() => {
+    if (pending) return;
+    pending = true;
     app.pool
-      .query(`UPDATE idempotency_records SET response_body = jsonb_set(response_body, '{alive_at}', to_jsonb(now())) WHERE ${HELD}`, [scope, key, token])
+      .query(`UPDATE idempotency_records SET response_body = jsonb_set(response_body, '{alive_at}', to_jsonb(now())), created_at = now() WHERE ${HELD}`, [scope, key, token])
       .then((r) => {
         if (!r.rowCount) clearInterval(timer);
       })
-      .catch((err: Error) => app.logger.warn('could not refresh an Idempotency-Key claim', { scope, err: err.message }));
+      .catch((err: Error) => app.logger.warn('could not refresh an Idempotency-Key claim', { scope, err: err.message }))
+      .finally(() => {
+        pending = false;
+      });
   }, Math.max(100, Math.floor(staleClaimMs(app) / 4)));
   timer.unref();
   return timer;
