@@ -9,6 +9,7 @@ import { created, iso, ok } from '../lib/format';
 import type { Cluster } from '../lib/models';
 import type { RequestContext } from '../context';
 import { readClusterStatus, type ClusterStatus } from '../edge/cluster-status';
+import { assertMayIssueClusterKey, CLUSTER_KEY_NEEDS } from './cluster-key-grant';
 import { changeClusterState, DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS, newClusterKey, rotateClusterKey } from './cluster-lifecycle';
 
 const TAG = 'Clusters';
@@ -89,6 +90,8 @@ const LEASES =
 const REFUSED_AGENTS =
   'The agents\' requests (POST /v1/edge/clusters/{cid}/work, reports, releases) are answered with the same 401 as a wrong signature; a work long-poll already open leases nothing more and answers an empty deliveries list. ';
 
+const KEY_GRANT = `Issuing a cluster key takes ${CLUSTER_KEY_NEEDS.join(', ')} besides write:clusters (an agent receives event bodies and destination credentials and reports deliveries): 403 insufficient-scope (required_scope, missing_scopes) otherwise, nothing changed.`;
+
 export const clusterRoutes: AuthedRoute[] = [
   {
     ...common,
@@ -110,8 +113,9 @@ export const clusterRoutes: AuthedRoute[] = [
     path: BASE,
     operationId: 'clusters.create',
     body: createBody,
-    doc: { summary: 'Enroll a cluster; its HMAC key is in this response only', tag: TAG, response: clusterView, errors: [409] },
+    doc: { summary: 'Enroll a cluster; its HMAC key is in this response only', description: KEY_GRANT, tag: TAG, response: clusterView, errors: [409] },
     handler: async (ctx) => {
+      assertMayIssueClusterKey(ctx.principal.scopes);
       const name = (ctx.body as { name: string }).name;
       const key = newClusterKey();
       const row = await ctx.app.prisma.$transaction(async (tx) => {
@@ -148,13 +152,15 @@ export const clusterRoutes: AuthedRoute[] = [
         'One previous key at most: rotating again during a grace period revokes the older key at once. ' +
         'POST /v1/clusters/{cid}/heartbeat is authenticated the same way (current or previous key, one answer for every refusal). ' +
         LEASES +
-        'With Idempotency-Key, a repeated request returns the same key and rotates nothing more. Not in SPEC.md (which shows clusters as list and create only): modelled on Svix\'s and Convoy\'s secret rotation.',
+        KEY_GRANT +
+        ' With Idempotency-Key, a repeated request returns the same key and rotates nothing more. Not in SPEC.md (which shows clusters as list and create only): modelled on Svix\'s and Convoy\'s secret rotation.',
       tag: TAG,
       status: 200,
       response: clusterView,
       errors: [404],
     },
     handler: async (ctx) => {
+      assertMayIssueClusterKey(ctx.principal.scopes);
       const id = ctx.params['id']!;
       const grace = (ctx.body as { grace_seconds?: number } | null | undefined)?.grace_seconds ?? DEFAULT_GRACE_SECONDS;
       const key = await rotateClusterKey(ctx.app, ctx.tenantId, id, grace);
