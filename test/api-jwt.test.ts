@@ -102,3 +102,21 @@ describe('POST /auth/login and session JWTs', () => {
     expect((await use(good)).status).toBe(401);
   });
 });
+
+describe('logins are audited in the user\'s tenant', () => {
+  it('a success and a wrong password each leave one auth.login row (actor the user, never the email or password); an unknown email none', async () => {
+    const t = await h.tenant();
+    const uid = await user(t.tenantId, 'audited@example.test', 'correct horse');
+    expect((await h.call('POST', '/auth/login', { body: { email: 'audited@example.test', password: 'wrong horse' } })).status).toBe(401);
+    const ok = await h.call('POST', '/v1/auth/login', { body: { email: 'Audited@Example.test', password: 'correct horse' } });
+    expect(ok.status).toBe(200);
+    expect((await h.call('POST', '/auth/login', { body: { email: 'nobody-audited@example.test', password: 'x' } })).status).toBe(401);
+    const { rows } = await h.db.pool.query(`SELECT actor, action, resource_id, outcome, request_id, params::text AS params FROM audit_logs WHERE tenant_id = $1 AND action = 'auth.login' ORDER BY created_at, id`, [t.tenantId]);
+    expect(rows.map((r) => [r.actor, r.resource_id, r.outcome])).toEqual([
+      [`user:${uid}`, uid, 'client_error:401'],
+      [`user:${uid}`, uid, 'success:200'],
+    ]);
+    expect(rows[1].request_id).toBe(ok.headers.get('x-request-id'));
+    expect(JSON.stringify(rows)).not.toMatch(/horse|audited@/i);
+  });
+});

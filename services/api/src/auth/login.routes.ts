@@ -2,6 +2,8 @@ import type { Pool } from '@hookline/db';
 import { AppError } from '@hookline/errors';
 import { hashPassword, verifyPassword } from '@hookline/signing';
 import type { PublicRoute } from '../http/route';
+import { recordAudit } from '../audit/audit-log';
+import type { RequestContext } from '../context';
 import { ok } from '../lib/format';
 import { guardLogin } from './login-throttle';
 import { issueSessionToken } from './session-jwt';
@@ -15,13 +17,25 @@ let decoyHash: Promise<string> | null = null;
 // users whose emails differ only in case are ambiguous: neither logs in.
 export const USER_BY_EMAIL = `SELECT id, tenant_id, password_hash FROM users WHERE lower(email) = $1 LIMIT 2`;
 
-/** The user whose email and password these are, else null (in about the same time either way). */
-async function checkPassword(pool: Pool, email: string, password: string): Promise<{ id: string; tenantId: string } | null> {
+/** The one user with this email (null when none or ambiguous), and whether the password is theirs, in about the same time either way. */
+async function checkPassword(pool: Pool, email: string, password: string): Promise<{ user: { id: string; tenantId: string } | null; valid: boolean }> {
   const { rows } = await pool.query<{ id: string; tenant_id: string; password_hash: string }>(USER_BY_EMAIL, [email.trim().toLowerCase()]);
   const user = rows.length === 1 ? rows[0]! : null;
   decoyHash ??= hashPassword('decoy-password');
   const valid = await verifyPassword(password, user?.password_hash ?? (await decoyHash));
-  return user && valid ? { id: user.id, tenantId: user.tenant_id } : null;
+  return { user: user ? { id: user.id, tenantId: user.tenant_id } : null, valid: user !== null && valid };
+}
+
+/**
+ * A login of a known user is audited in its tenant (action `auth.login`, actor and resource
+ * the user, outcome 200 or 401; never the email or password). One for an unknown email has
+ * no tenant to be audited in; the throttle counts it all the same. A failed audit write
+ * does not change the answer.
+ */
+async function auditLogin(ctx: Omit<RequestContext, 'principal' | 'tenantId'>, user: { id: string; tenantId: string }, status: number): Promise<void> {
+  await recordAudit(ctx.app, { tenantId: user.tenantId, actor: `user:${user.id}`, action: 'auth.login', resourceId: user.id, params: {}, status, requestId: ctx.requestId }).catch((err: Error) =>
+    ctx.logger.warn('login audit not recorded', { user_id: user.id, error: err.message }),
+  );
 }
 
 const loginBody = {
@@ -53,7 +67,7 @@ const login: PublicRoute = {
     summary: 'Log in with email and password; returns a tenant-scoped session JWT',
     description:
       "The token carries every API scope of the user's tenant and expires after JWT_EXPIRES_IN (default 1h). Only HS256 is accepted. " +
-      'Failed logins are limited per email (LOGIN_MAX_FAILURES_PER_ACCOUNT, default 10) and per client address (LOGIN_MAX_FAILURES_PER_IP, default 50; IPv6 per /64) over LOGIN_FAILURE_WINDOW_SECONDS (default 900); past either, 429 rate-limit-exceeded with retry_after_seconds and Retry-After, and the password is not checked. A successful login is not counted and clears its email\'s failures.',
+      'Failed logins are limited per email (LOGIN_MAX_FAILURES_PER_ACCOUNT, default 10) and per client address (LOGIN_MAX_FAILURES_PER_IP, default 50; IPv6 per /64) over LOGIN_FAILURE_WINDOW_SECONDS (default 900); past either, 429 rate-limit-exceeded with retry_after_seconds and Retry-After, and the password is not checked. A successful login is not counted and clears its email\'s failures. A login of a known user is audited in its tenant (auth.login, actor user:<id>, outcome 200 or 401).',
     tag: 'Authentication',
     status: 200,
     response: sessionView,
@@ -62,11 +76,12 @@ const login: PublicRoute = {
   handler: async (ctx) => {
     const { email, password } = ctx.body as { email: string; password: string };
     const guard = await guardLogin(ctx.app, ctx.logger, email, ctx.clientAddress);
-    const user = await checkPassword(ctx.app.pool, email, password).catch(async (err: unknown) => {
+    const { user, valid } = await checkPassword(ctx.app.pool, email, password).catch(async (err: unknown) => {
       await guard.abandoned();
       throw err;
     });
-    if (!user) throw new AppError('unauthorized', 'The email or password is wrong.');
+    if (user) await auditLogin(ctx, user, valid ? 200 : 401);
+    if (!user || !valid) throw new AppError('unauthorized', 'The email or password is wrong.');
     await guard.succeeded();
     const { token, expiresAt } = issueSessionToken(ctx.app.config.JWT_SECRET, ctx.app.config.JWT_EXPIRES_IN, user.id, user.tenantId);
     return ok({ token, token_type: 'Bearer', expires_at: expiresAt.toISOString(), tenant_id: user.tenantId, user_id: user.id });
@@ -75,7 +90,7 @@ const login: PublicRoute = {
 
 /**
  * SPEC.md names the route `POST /auth/login` beside a backend base of `{base_url}/v1`: both
- * are served, one handler (one throttle, one audit of failures).
+ * are served, one handler (one throttle, one audit).
  */
 export const loginRoutes: PublicRoute[] = [
   login,
