@@ -32,6 +32,9 @@ const BAD: unknown[] = [
   { match: { $or: [{ type: 'a' }, { 'body.amount': { $gte: {} } }] } },
   { headers: { 'x-env': 'prod' } },
   { jsonpath: '$[?(@.a > 1e400)]' },
+  // Beyond ±(2^53−1) a number is rounded (read as 1234567890123456800): it would match other ids.
+  JSON.parse('{"match":{"body.user_id":1234567890123456789}}'),
+  { jsonpath: '$.body[?(@.user_id == 1234567890123456789)]' },
 ];
 
 describe('ingester filters', () => {

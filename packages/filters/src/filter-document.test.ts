@@ -1,4 +1,5 @@
 import { buildFilterDocument, parseBody, parseForm } from './filter-document';
+import { matchesFilter } from './flow-filter';
 
 const base = { type: 'x', ingesterId: 'ing_1', provider: 'generic', headers: {}, query: null, contentType: null, body: null };
 
@@ -41,6 +42,19 @@ describe('parseBody', () => {
     expect(parseBody('application/json', Buffer.alloc(0))).toBeNull();
     expect(parseBody('application/json', null)).toBeNull();
     expect(parseBody('application/json', new TextEncoder().encode('{"u":"é"}'))).toEqual({ u: 'é' });
+  });
+
+  it('skips a leading UTF-8 byte-order mark (EF BB BF)', () => {
+    const bom = (text: string): Buffer => Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]);
+    expect(parseBody('application/json', bom('{"a":1}'))).toEqual({ a: 1 });
+    expect(parseBody(null, bom(' [true]'))).toEqual([true]);
+    expect(parseBody('application/x-www-form-urlencoded', bom('From=x&To=y'))).toEqual({ From: 'x', To: 'y' });
+    expect(parseBody('application/json', bom(''))).toBeNull();
+    // Only one, and only at the start.
+    expect(parseBody('application/json', bom('\uFEFF{"a":1}'))).toBeNull();
+    expect(parseBody('application/json', Buffer.from('{"a":"\uFEFF"}'))).toEqual({ a: '\uFEFF' });
+    const doc = buildFilterDocument({ ...base, contentType: 'application/json', body: Buffer.concat([Buffer.from('zz'), bom('{"a":1}')]).subarray(2) });
+    expect(matchesFilter({ match: { 'body.a': 1 } }, doc)).toBe(true);
   });
 
   it('parseForm never builds prototype keys', () => {

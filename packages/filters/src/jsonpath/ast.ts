@@ -17,7 +17,8 @@ export type Selector =
   | { kind: 'slice'; start?: number; end?: number; step?: number }
   | { kind: 'filter'; expr: FilterExpr };
 
-export type Literal = string | number | boolean | null;
+/** A bigint is an integer literal beyond ±(2^53−1), kept exactly (scanner.ts). */
+export type Literal = string | number | bigint | boolean | null;
 
 export type Operand = { kind: 'literal'; value: Literal } | { kind: 'query'; query: PathQuery };
 

@@ -96,16 +96,27 @@ export class Scanner {
     return n;
   }
 
+  /** The text of a JSON number token, if one comes next (consumed). */
+  readNumberText(): string | undefined {
+    const num = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/.exec(this.src.slice(this.pos, this.pos + 64));
+    if (!num) return undefined;
+    this.pos += num[0].length;
+    return num[0];
+  }
+
   /** A string, number, true, false or null, if one comes next. */
   readLiteral(): { value: Literal } | undefined {
     this.skipSpace();
     const c = this.peek();
     if (c === "'" || c === '"') return { value: this.readString() };
-    const num = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/.exec(this.src.slice(this.pos, this.pos + 64));
-    if (num) {
-      this.pos += num[0].length;
-      // `1e400` reads as Infinity: refused on write by validateFilter (non-finite.ts).
-      return { value: Number(num[0]) };
+    const num = this.readNumberText();
+    if (num !== undefined) {
+      // An integer beyond ±(2^53−1) is kept exactly, as a bigint, and compared exactly with
+      // the body's numbers (json-values.ts); a double would round it, so that
+      // 1234567890123456789 equalled 1234567890123456800. Such a literal, like `1e400`
+      // (Infinity), is refused on write by validateFilter (non-finite.ts); a stored one keeps
+      // the meaning it is written with.
+      return { value: literalNumber(num) };
     }
     for (const [word, value] of [['true', true], ['false', false], ['null', null]] as const) {
       if (this.src.startsWith(word, this.pos) && !NAME_CHAR.test(this.peek(word.length))) {
@@ -115,4 +126,10 @@ export class Scanner {
     }
     return undefined;
   }
+}
+
+/** A number literal's value: a bigint for an integer beyond ±(2^53−1) written as one (no fraction or exponent). */
+export function literalNumber(text: string): number | bigint {
+  const n = Number(text);
+  return Number.isSafeInteger(n) || !/^-?\d+$/.test(text) ? n : BigInt(text);
 }

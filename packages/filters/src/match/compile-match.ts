@@ -12,6 +12,15 @@ const NEVER = (): boolean => false;
 
 /** JSON has no Infinity or NaN (`1e400` parses to Infinity and would be stored as null). */
 const NOT_FINITE = 'must be a finite number; this one is out of range (JSON has no Infinity)';
+/**
+ * A number beyond ±(2^53−1) reaches the API already rounded (JSON.parse): 1234567890123456789
+ * reads as 1234567890123456800, which cannot tell the id written from its neighbours.
+ * Refused, on write and when a stored filter is compiled (the router: such a filter matches
+ * nothing, rather than events of other ids), like a non-finite number.
+ */
+const notExact = (n: number): string =>
+  `must be within ±9007199254740991 (2^53−1): a larger number is rounded when read (this one reads as ${String(n)}), so it cannot be matched exactly`;
+const beyondSafe = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && Math.abs(v) > Number.MAX_SAFE_INTEGER;
 
 /** Where a tree sits: the document itself, its `headers` object, or anything else. */
 type Scope = 'root' | 'headers' | 'nested';
@@ -120,6 +129,7 @@ class MatchCompiler {
       case '$lte':
         if (typeof operand !== 'number' && typeof operand !== 'string') return this.error(field, 'must be a number or a string');
         if (typeof operand === 'number' && !Number.isFinite(operand)) return this.error(field, NOT_FINITE);
+        if (beyondSafe(operand)) return this.error(field, notExact(operand));
         return ops.comparison(op, operand);
       case '$exists':
         if (typeof operand !== 'boolean') return this.error(field, 'must be true or false');
@@ -147,5 +157,6 @@ class MatchCompiler {
     else if (isObject(value)) Object.values(value).forEach((v) => this.literal(v, field, depth + 1));
     else if (value === undefined || typeof value === 'function' || typeof value === 'symbol' || typeof value === 'bigint') this.error(field, 'must be a JSON value');
     else if (typeof value === 'number' && !Number.isFinite(value)) this.error(field, NOT_FINITE);
+    else if (beyondSafe(value)) this.error(field, notExact(value));
   }
 }
