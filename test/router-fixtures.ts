@@ -40,7 +40,7 @@ export interface EventSpec {
   contentType?: string | null;
   headers?: Record<string, string>;
   query?: string | null;
-  /** Milliseconds before now that the event was received. */
+  /** Milliseconds before now that the event was received and validated. */
   ageMs?: number;
 }
 
@@ -49,7 +49,7 @@ export async function insertEvent(pool: Pool, e: EventSpec): Promise<string> {
   const id = newId('evt');
   await pool.query(
     `INSERT INTO events (id, tenant_id, ingester_id, type, status, correlation_id, received_at, validated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, now() - $7::int * interval '1 millisecond', now())`,
+     VALUES ($1, $2, $3, $4, $5, $6, now() - $7::int * interval '1 millisecond', now() - $7::int * interval '1 millisecond')`,
     [id, e.tenantId, e.ingesterId, e.type === undefined ? 'invoice.paid' : e.type, e.status ?? 'validated', `cor_${id}`, e.ageMs ?? 0],
   );
   await pool.query(`INSERT INTO event_payloads (event_id, tenant_id, content_type, headers, query, body) VALUES ($1, $2, $3, $4, $5, $6)`, [

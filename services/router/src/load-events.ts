@@ -23,7 +23,24 @@ export const LOAD_EVENTS = `SELECT e.id, e.tenant_id, e.ingester_id, e.type, e.c
   LEFT JOIN ingesters i ON i.id = e.ingester_id
   WHERE e.id = ANY($1::text[]) AND e.status = 'validated'`;
 
-const LOAD_PAYLOADS = `SELECT event_id, content_type, headers, query, body FROM event_payloads WHERE event_id = ANY($1::text[])`;
+/** Bytes of stored requests read per query at most (one bigger than that is read alone). */
+export const PAYLOAD_CHUNK_BYTES = 16 * 1024 * 1024;
+
+// The next chunk of stored requests, in event id order (bytewise, as JavaScript compares
+// the ids): as many as fit in $2 bytes (the body's, query's and headers' stored sizes, which
+// PostgreSQL knows without reading them), and at least one. Only the rows returned are read
+// in full.
+export const LOAD_PAYLOAD_CHUNK = `WITH sized AS (
+    SELECT p.event_id,
+      sum(octet_length(p.body) + COALESCE(octet_length(p.query), 0) + pg_column_size(p.headers)) OVER w AS upto,
+      row_number() OVER w AS n
+    FROM event_payloads p WHERE p.event_id = ANY($1::text[])
+    WINDOW w AS (ORDER BY p.event_id COLLATE "C")
+  )
+  SELECT p.event_id, p.content_type, p.headers, p.query, p.body
+  FROM sized s JOIN event_payloads p ON p.event_id = s.event_id
+  WHERE s.upto <= $2 OR s.n = 1
+  ORDER BY p.event_id COLLATE "C"`;
 
 export async function loadValidatedEvents(pool: Pool, eventIds: readonly string[]): Promise<RoutableEvent[]> {
   if (eventIds.length === 0) return [];
@@ -32,12 +49,20 @@ export async function loadValidatedEvents(pool: Pool, eventIds: readonly string[
 }
 
 /**
- * The stored requests of the events a filter has to look at. Only those: a flow without a
- * filter (the common case) needs none, and reading every body (1 KB each, sent as hex)
- * for nothing was most of the router's read.
+ * The stored requests of the events a filter has to look at, in chunks of at most
+ * `chunkBytes` (one request bigger than that is a chunk of its own), in event id order.
+ * Only those events: a flow without a filter (the common case), or whose filter reads only
+ * the event's type, needs none. A chunk is read when the previous one was consumed, so the
+ * caller holds one chunk at a time (a backlog of large bodies read at once ran the router
+ * out of memory). Events without a stored request are in no chunk.
  */
-export async function loadPayloads(pool: Pool, eventIds: readonly string[]): Promise<Map<string, EventPayload>> {
-  if (eventIds.length === 0) return new Map();
-  const { rows } = await pool.query<EventPayload & { event_id: string }>(LOAD_PAYLOADS, [eventIds]);
-  return new Map(rows.map(({ event_id, ...p }) => [event_id, p]));
+export async function* loadPayloadChunks(pool: Pool, eventIds: readonly string[], chunkBytes = PAYLOAD_CHUNK_BYTES): AsyncGenerator<Map<string, EventPayload>> {
+  let rest = [...new Set(eventIds)].sort();
+  while (rest.length > 0) {
+    const { rows } = await pool.query<EventPayload & { event_id: string }>(LOAD_PAYLOAD_CHUNK, [rest, chunkBytes]);
+    if (rows.length === 0) return;
+    const last = rows[rows.length - 1]!.event_id;
+    rest = rest.filter((id) => id > last);
+    yield new Map(rows.map(({ event_id, ...p }) => [event_id, p]));
+  }
 }

@@ -13,11 +13,15 @@ export const FILTER_REASONS = {
    * is not DELETED): the route exists, but is not ACTIVE.
    */
   flowNotActive: 'flow_not_active',
-  /** Flows that route exist, but the filter of every one of them rejected the event. */
+  /**
+   * Flows that route exist, but the filter of every one of them rejected the event (a filter
+   * over its budget, or an event whose filters spent their shared EVENT_STEP_BUDGET, counts
+   * as rejecting: fail closed).
+   */
   filterRejected: 'filter_rejected',
   /**
    * Flows that route exist, but the ingester's own filter (ingesters.filters) rejected the
-   * event, so none of them was tried.
+   * event (or spent its budget), so none of them was tried.
    */
   ingesterFilterRejected: 'ingester_filter_rejected',
 } as const;

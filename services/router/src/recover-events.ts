@@ -10,7 +10,7 @@ export interface RecoverDeps {
 }
 
 export interface RecoverOptions {
-  /** Events still `validated` this long after `received_at` are considered lost. */
+  /** Events still `validated` this long after `validated_at` are considered lost. */
   olderThanMs: number;
   /** Events per sweep at most. */
   limit: number;
@@ -28,8 +28,14 @@ export interface RecoverOutcome {
 // withTryLock puts the schema in the key, so deployments (and test schemas) sharing a
 // database do not block each other.
 export const RECOVERY_LOCK = 'router-recovery';
+// Age by validated_at, which ingest's INSERT sets with PostgreSQL's now(), the clock this is
+// compared with; received_at comes from the ingest host's clock, so a host running ahead
+// made its events wait that much longer to be recovered, and one running behind had them
+// re-enqueued while their job was merely queued. (A row without
+// validated_at, written before it was set, falls back to received_at.) The walk stays on the
+// partial index events_received_at_validated_idx (only `validated` events, few), in its order.
 export const STALE_EVENTS = `SELECT id FROM events
-  WHERE status = 'validated' AND received_at < now() - $1::int * interval '1 millisecond'
+  WHERE status = 'validated' AND COALESCE(validated_at, received_at) < now() - $1::int * interval '1 millisecond'
   ORDER BY received_at LIMIT $2`;
 
 /**
