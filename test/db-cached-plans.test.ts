@@ -74,6 +74,28 @@ test('the named statements: index lookups on the pipeline connections, scans wit
   }
 });
 
+/** The relations and indexes a plan's scans read: "events via events_pkey". */
+function lookupsOf(plan: PlanNode & { 'Index Name'?: string }): string[] {
+  const own = plan['Index Name'] ? [`${plan['Relation Name']} via ${plan['Index Name']}`] : [];
+  return [...own, ...(plan.Plans ?? []).flatMap((p) => lookupsOf(p))];
+}
+
+test("the router's event load looks each event up by its key, not through the backlog's partial index", async () => {
+  // With `id = ANY($1) AND status = 'validated'` the generic plan walked
+  // events_received_at_validated_idx (every validated event) and filtered on the ids.
+  const pipeline = createPool(h.db.url, 1, { indexPlans: true });
+  const client = await pipeline.connect();
+  try {
+    await client.query('SET plan_cache_mode = force_generic_plan');
+    await client.query(`PREPARE s AS ${LOAD_EVENTS}`);
+    const { rows } = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) EXECUTE s('{evt_x}')`);
+    expect(lookupsOf(rows[0]!['QUERY PLAN'][0]!.Plan).filter((l) => l.startsWith('events '))).toEqual(['events via events_pkey']);
+  } finally {
+    client.release(true);
+    await pipeline.end();
+  }
+});
+
 test('the pipeline connections run with the settings', async () => {
   const pipeline = createPool(h.db.url, 1, { indexPlans: true });
   try {

@@ -18,10 +18,15 @@ export interface EventPayload {
 }
 
 // One query for the whole batch; events past `validated` were routed already and are skipped.
+// Each event is looked up by its primary key, one id at a time (LATERAL; LIMIT 1 keeps the
+// status test out of the lookup): with `id = ANY($1) AND status = 'validated'` the cached
+// generic plan walked the partial index of every validated event, the whole backlog, for
+// each route job (as ROUTE's lookup, route-events.ts).
 export const LOAD_EVENTS = `SELECT e.id, e.tenant_id, e.ingester_id, e.type, e.correlation_id, COALESCE(i.provider, 'generic') AS provider
-  FROM events e
+  FROM (SELECT DISTINCT unnest($1::text[]) AS id) x
+  CROSS JOIN LATERAL (SELECT e.id, e.tenant_id, e.ingester_id, e.type, e.correlation_id, e.status FROM events e WHERE e.id = x.id LIMIT 1) e
   LEFT JOIN ingesters i ON i.id = e.ingester_id
-  WHERE e.id = ANY($1::text[]) AND e.status = 'validated'`;
+  WHERE e.status = 'validated'`;
 
 /** Bytes of stored requests read per query at most (one bigger than that is read alone). */
 export const PAYLOAD_CHUNK_BYTES = 16 * 1024 * 1024;
