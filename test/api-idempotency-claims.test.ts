@@ -6,6 +6,7 @@
 // Real slow requests: the test holds the destination's row lock, so a retry waits.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PoolClient } from 'pg';
+import { createPool } from '@hookline/db';
 import { waitFor } from '@hookline/testing';
 import { finishIdempotent, startIdempotent } from '../services/api/src/limits/idempotency';
 import { startApi, type ApiHarness } from './api-harness';
@@ -132,4 +133,26 @@ it('a request whose claim was taken over (not heard from for the stale window) d
   await finishIdempotent(h.api.context, takeover, 409, { type: 'https://hookline.dev/errors/conflict', title: 'Conflict', status: 409, detail: 'The event has no failed or exhausted deliveries to retry.', instance: 'req_takeover' });
   const after = await h.call('POST', path, { key: t.apiKey, headers });
   expect([after.status, after.headers.get('idempotent-replayed'), after.body.detail]).toEqual([409, 'true', 'The event has no failed or exhausted deliveries to retry.']);
+});
+
+it('heartbeats keep a claim alive while the requests hold every connection of the api pool (they beat on the claim pool)', async () => {
+  const h = fast; // 3 s stale window: a beat every 750 ms
+  const t = await h.tenant();
+  const starved = createPool(h.db.url, 1);
+  const claimPool = createPool(h.db.url, 1);
+  const app = { ...h.api.context, pool: starved, claimPool };
+  const aliveAt = async (key: string): Promise<number> =>
+    Date.parse((await h.db.pool.query<{ a: string }>(`SELECT response_body->>'alive_at' AS a FROM idempotency_records WHERE tenant_id = $1 AND key = $2`, [t.tenantId, key])).rows[0]!.a);
+  const claim = await startIdempotent(app, t.tenantId, 'api_key:starved', 'starved-1', 'hash');
+  if (claim.kind !== 'claimed') throw new Error('not claimed');
+  // Every connection of the api pool is taken, as by requests waiting on locks.
+  const held = await starved.connect();
+  try {
+    const first = await aliveAt('starved-1');
+    await waitFor(async () => (await aliveAt('starved-1')) > first, { what: 'a heartbeat with the api pool exhausted', timeoutMs: 4_500 });
+  } finally {
+    held.release();
+  }
+  await finishIdempotent(app, claim, 202, { ok: true });
+  await Promise.all([starved.end(), claimPool.end()]);
 });

@@ -17,6 +17,9 @@ export const SCALING: Record<string, { hpa: true } | { queue: QueueName }> = {
 /** PostgreSQL pools a process opens of DB_POOL_MAX each: the api has Prisma + raw pg. */
 export const POOLS_PER_PROCESS: Record<string, number> = { api: 2 };
 
+/** Connections a process opens besides its DB_POOL_MAX pools: the api's claim pool (Idempotency-Key heartbeats, 2). */
+export const FIXED_CONNECTIONS_PER_PROCESS: Record<string, number> = { api: 2 };
+
 /** The fields of a ScaledObject that these manifests use, and what they must look like. */
 const scaledObjectSchema = {
   type: 'object',
@@ -145,7 +148,7 @@ export function connectionBudget(wls: Workload[], objects: K8sObject[]): { total
     const p = mainProcess(w);
     const config = effectiveConfig(p.contract, p.resolved.env);
     if (!config || config.DATABASE_URL === undefined) continue;
-    const pool = config.DB_POOL_MAX !== undefined ? Number(config.DB_POOL_MAX) * (POOLS_PER_PROCESS[p.service ?? ''] ?? 1) : 1;
+    const pool = config.DB_POOL_MAX !== undefined ? Number(config.DB_POOL_MAX) * (POOLS_PER_PROCESS[p.service ?? ''] ?? 1) + (FIXED_CONNECTIONS_PER_PROCESS[p.service ?? ''] ?? 0) : 1;
     const hpa = targets(objects, 'HorizontalPodAutoscaler', w.name)[0]?.spec as unknown as HpaSpec | undefined;
     const so = targets(objects, 'ScaledObject', w.name)[0]?.spec as unknown as ScaledObjectSpec | undefined;
     const replicas = hpa?.maxReplicas ?? so?.maxReplicaCount ?? (w.object.spec as { replicas?: number }).replicas ?? 1;

@@ -9,6 +9,12 @@ import type { ApiConfig, PlanName } from './config';
 export interface ApiDeps {
   prisma: PrismaClient;
   pool: Pool;
+  /**
+   * A small pool of its own for Idempotency-Key heartbeats (limits/idempotency.ts), so that
+   * requests holding every connection of `pool` while they wait on locks cannot starve the
+   * beats that keep their own claims alive. Absent: `pool`.
+   */
+  claimPool?: Pool;
   redis: Redis;
   producer: Producer;
   config: ApiConfig;

@@ -16,11 +16,13 @@ async function main(): Promise<void> {
   const { metrics, tracer } = createObservability('api', config, logger);
   const prisma = createPrisma(config.DATABASE_URL, config.DB_POOL_MAX);
   const pool = instrumentPool(createPool(config.DATABASE_URL, config.DB_POOL_MAX), metrics);
+  // Idempotency-Key heartbeats only (context.ts): two connections besides DB_POOL_MAX.
+  const claimPool = createPool(config.DATABASE_URL, 2);
   const redis = instrumentRedis(createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER_NODES, { commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS }), metrics);
   // A producer connection refuses commands until connected; give it a moment at boot.
   if (!(await redisReady(redis, 10_000))) logger.warn('redis not reachable at start; continuing (readiness reports it)');
   const producer = createProducer(redis, config.QUEUE_PREFIX);
-  const api = buildApp({ prisma, pool, redis, producer, config, logger }, defaultPlugins(config));
+  const api = buildApp({ prisma, pool, claimPool, redis, producer, config, logger }, defaultPlugins(config));
   const sealer = startEvidenceSealer(
     { pool, logger: logger.child({ component: 'evidence' }), key: evidenceKey(config.SECRETS_KEY, config.EVIDENCE_KEY || undefined), windowMs: config.EVIDENCE_WINDOW_MS, graceMs: config.EVIDENCE_SEAL_GRACE_MS },
     config.EVIDENCE_SEAL_INTERVAL_MS,
@@ -46,7 +48,7 @@ async function main(): Promise<void> {
       api.setDraining();
       await closeServer(server, Math.floor(config.SHUTDOWN_TIMEOUT_MS * 0.8));
       await sealer.stop().catch((err: Error) => logger.error('evidence sealer did not stop cleanly', { err: err.message }));
-      await Promise.allSettled([producer.close(), prisma.$disconnect(), pool.end(), tracer.close()]);
+      await Promise.allSettled([producer.close(), prisma.$disconnect(), pool.end(), claimPool.end(), tracer.close()]);
       redis.disconnect();
     },
     { graceMs: 2_000 },

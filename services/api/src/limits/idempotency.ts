@@ -77,7 +77,8 @@ const HELD = `scope = $1 AND key = $2 AND status_code = 0 AND response_body->>'c
  * runs; stops when the claim is no longer this request's (finished or retaken). A failed
  * refresh is logged and tried again at the next beat: the window allows three misses. A
  * beat is skipped while the previous one is still waiting (for a pool connection, say), so
- * beats never queue up. `created_at` moves with `alive_at`: replicas of the previous release
+ * beats never queue up. Beats use the api's claim pool (ApiDeps.claimPool), not the pool the
+ * requests hold while they wait. `created_at` moves with `alive_at`: replicas of the previous release
  * judge a claim by it alone.
  */
 function startHeartbeat(app: AppContext, scope: string, key: string, token: string): NodeJS.Timeout {
@@ -85,7 +86,7 @@ function startHeartbeat(app: AppContext, scope: string, key: string, token: stri
   const timer: NodeJS.Timeout = setInterval(() => {
     if (pending) return;
     pending = true;
-    app.pool
+    (app.claimPool ?? app.pool)
       .query(`UPDATE idempotency_records SET response_body = jsonb_set(response_body, '{alive_at}', to_jsonb(now())), created_at = now() WHERE ${HELD}`, [scope, key, token])
       .then((r) => {
         if (!r.rowCount) clearInterval(timer);
