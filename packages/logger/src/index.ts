@@ -14,7 +14,18 @@ export type Logger = winston.Logger;
 // may hide more than the api refuses, never less.
 const BODY = /^(?:raw|body|payload|(?:raw|request|response)[-_]?body|body[-_]?base64)$/i;
 const RUN_TOGETHER = /(?:secret|token|passw(?:or)?d|signature(?:[-_]?\d+)?|hmac(?:[-_]?sha\d+)?|(?:api|private|signing|hmac|cluster|secrets|evidence|access|client|session|encryption|master)[-_]?key)$/i;
-const redacted = (key: string): boolean => BODY.test(key) || RUN_TOGETHER.test(key) || isSecretLookingKey(key);
+// Log field names are few and fixed, and judging one reads it word by word: each answer is
+// kept (at most 2,048 names; past that the map starts again).
+const judged = new Map<string, boolean>();
+function redacted(key: string): boolean {
+  let secret = judged.get(key);
+  if (secret === undefined) {
+    secret = BODY.test(key) || RUN_TOGETHER.test(key) || isSecretLookingKey(key);
+    if (judged.size >= 2_048) judged.clear();
+    judged.set(key, secret);
+  }
+  return secret;
+}
 
 // Credentials inside text (an error quoting a connection string or a request):
 // `scheme://user:password@host` and `scheme://token@host` (the whole userinfo, up to the

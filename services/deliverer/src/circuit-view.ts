@@ -1,7 +1,7 @@
 import type { Breaker } from '@hookline/delivery';
 
 /** Destinations whose circuit is remembered as not closed, at most; beyond it the oldest is forgotten. */
-export const VIEWED_CIRCUITS_MAX = 10_000;
+const VIEWED_CIRCUITS_MAX = 10_000;
 
 /**
  * The shared circuits (Redis) as this process last heard them, in memory: a request is

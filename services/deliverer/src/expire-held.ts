@@ -32,7 +32,7 @@ import { holdStrays } from './hold-strays';
 // `held`, the status and held_since checked again on the locked row: an enable that
 // committed meanwhile cleared `held` (that delivery is left to be sent), and an enable and
 // a disable again restarted held_since.
-export const SELECT_EXPIRED_HELD_SQL = `SELECT d.id FROM deliveries d
+const SELECT_EXPIRED_HELD_SQL = `SELECT d.id FROM deliveries d
   WHERE d.id = ANY (ARRAY(
     SELECT o.id FROM deliveries o
     WHERE o.held AND o.status IN (${CLAIMABLE_SQL}) AND o.held_since < now() - $3::float8 * interval '1 millisecond'

@@ -3,7 +3,7 @@ import type { Logger } from '@hookline/logger';
 import type { Redis } from '@hookline/queues';
 
 /** After a send-slot rate token could not be taken, Redis is not asked for one for this long. */
-export const RATE_TOKENS_PAUSE_MS = 2_000;
+const RATE_TOKENS_PAUSE_MS = 2_000;
 
 export type RateAnswer = { allowed: number; nextWindowAt: number };
 

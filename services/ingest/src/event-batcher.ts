@@ -41,7 +41,7 @@ export interface EventBatcher {
   drain(): Promise<void>;
 }
 
-const unavailable = (): AppError => new AppError('service-unavailable', 'Events cannot be stored right now; retry later.', {}, { 'retry-after': '1' });
+export const unavailable = (): AppError => new AppError('service-unavailable', 'Events cannot be stored right now; retry later.', {}, { 'retry-after': '1' });
 
 interface Waiting {
   event: PendingEvent;

@@ -6,7 +6,7 @@ import type { Logger } from '@hookline/logger';
 import type { TraceContext } from '@hookline/observability';
 import { getStringAt, ipInAny, type Cidr } from '@hookline/http';
 import { resolveClientIp } from './client-ip';
-import type { EventBatcher } from './event-batcher';
+import { unavailable, type EventBatcher } from './event-batcher';
 import type { IngesterCache } from './ingester-cache';
 import type { IngesterSettings } from './ingester-settings';
 import { PROVIDER_ADAPTERS, type ProviderContext } from './providers';
@@ -122,9 +122,9 @@ export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise
   if (retryKey) {
     const prior = await findKey(deps.pool, ing.id, storedKey(retryKey), deps.dbTimeoutMs).catch((err: Error) => {
       deps.logger.error('idempotency key lookup failed', { ingester_id: ing.id, request_id: input.requestId, error: err.message });
-      throw new AppError('service-unavailable', 'Events cannot be stored right now; retry later.', {}, { 'retry-after': '1' });
+      throw unavailable();
     });
-    if (prior && prior.requestHash !== sha256(input.body)) throw conflict(retryKey);
+    if (prior && prior.requestHash !== ctx.bodySha256()) throw conflict(retryKey);
     if (prior) return { kind: 'duplicate', eventId: prior.eventId };
   }
   const outcome = await deps.batcher.submit({
@@ -146,7 +146,7 @@ export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise
   if (outcome.kind === 'conflict') throw conflict(explicit ?? '');
   if (retryKey && outcome.kind === 'accepted') {
     // The event is committed: a failure here costs a later retry's dedup, never this answer.
-    await holdKey(deps.pool, { tenantId: ing.tenantId, ingesterId: ing.id, key: storedKey(retryKey), requestHash: sha256(input.body), eventId: outcome.eventId }, deps.dedupWindowSeconds, deps.dbTimeoutMs).catch((err: Error) =>
+    await holdKey(deps.pool, { tenantId: ing.tenantId, ingesterId: ing.id, key: storedKey(retryKey), requestHash: ctx.bodySha256(), eventId: outcome.eventId }, deps.dedupWindowSeconds, deps.dbTimeoutMs).catch((err: Error) =>
       deps.logger.warn('idempotency key not recorded; a re-signed retry under it would be a new event', { ingester_id: ing.id, event_id: outcome.eventId, request_id: input.requestId, error: err.message }),
     );
   }
@@ -155,6 +155,7 @@ export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise
 
 function providerContext(deps: IngestDeps, ing: IngesterSettings, input: IngestInput): ProviderContext {
   let parsed: { value: unknown } | null = null;
+  let bodyHash: string | undefined;
   const query = input.query !== null ? `?${input.query}` : '';
   return {
     body: input.body,
@@ -167,6 +168,7 @@ function providerContext(deps: IngestDeps, ing: IngesterSettings, input: IngestI
     twilioUrlSuffixes: ing.twilioUrlSuffixes,
     ingesterId: ing.id,
     logger: deps.logger,
+    bodySha256: () => (bodyHash ??= sha256(input.body)),
     json() {
       if (!parsed) {
         try {

@@ -174,14 +174,14 @@ export async function routeEvents(deps: RouteDeps, input: RouteInput): Promise<R
   const overBudget: string[] = [];
   const pacer = new Pacer();
   // The ingester's own filter gates all of its flows; it runs only when there are flows to gate.
-  const routingOf = (i: number): { flows: ActiveFlow[]; gate: CompiledFilter | null } => {
-    const entry = flowsByIngester.get(events[i]!.ingester_id);
-    const flows = (entry?.flows ?? []).filter((f) => f.tenantId === events[i]!.tenant_id);
+  const routing = events.map((event): { flows: ActiveFlow[]; gate: CompiledFilter | null } => {
+    const entry = flowsByIngester.get(event.ingester_id);
+    const flows = (entry?.flows ?? []).filter((f) => f.tenantId === event.tenant_id);
     return { flows, gate: flows.length > 0 ? (entry?.ingesterFilter ?? null) : null };
-  };
+  });
   const settle = async (i: number, payload: EventPayload | undefined): Promise<void> => {
     const event = events[i]!;
-    const { flows, gate } = routingOf(i);
+    const { flows, gate } = routing[i]!;
     const { matched, gated, spent } = matchingFlows(event, payload, gate, flows);
     if (spent) overBudget.push(event.id);
     for (const f of matched) deliveries.push({ id: newId('dlv'), tenantId: event.tenant_id, eventId: event.id, flowId: f.id, destinationId: f.destinationId, held: !f.destinationActive });
@@ -200,7 +200,7 @@ export async function routeEvents(deps: RouteDeps, input: RouteInput): Promise<R
   // once their request is read.
   const needPayload = new Map<string, number>();
   for (const [i, event] of events.entries()) {
-    const { flows, gate } = routingOf(i);
+    const { flows, gate } = routing[i]!;
     if (readsPayload(event, gate, flows)) needPayload.set(event.id, i);
     else await settle(i, undefined);
   }

@@ -1,7 +1,17 @@
 import type { Request } from 'express';
 import type { AppContext, Principal } from '../context';
 import type { PlanName } from '../config';
+import { createSecretCache } from '@hookline/delivery';
+import type { SecretBox } from '@hookline/signing';
 import { authenticateCluster } from '../edge/edge-auth';
+
+// One cache of opened cluster keys per SecretBox (per app), as the edge routes keep (edge-deps.ts).
+const caches = new WeakMap<SecretBox, (sealed: string) => string | null>();
+function secretCacheOf(box: SecretBox): (sealed: string) => string | null {
+  let cache = caches.get(box);
+  if (!cache) caches.set(box, (cache = createSecretCache(box)));
+  return cache;
+}
 
 /**
  * Cluster-originated requests (route param `:cid`, e.g. the heartbeat):
@@ -14,13 +24,7 @@ import { authenticateCluster } from '../edge/edge-auth';
  * unreachable is 503, the single-use check failing closed.
  */
 export async function verifyClusterRequest(app: AppContext, req: Request): Promise<Principal> {
-  const openSecret = (sealed: string): string | null => {
-    try {
-      return app.box.open(sealed);
-    } catch {
-      return null;
-    }
-  };
+  const openSecret = secretCacheOf(app.box);
   const cluster = await authenticateCluster(
     { pool: app.pool, redis: app.redis, prefix: app.config.QUEUE_PREFIX, logger: app.logger, openSecret, toleranceSeconds: app.config.SERVICE_SIGNATURE_TOLERANCE_SECONDS },
     req,

@@ -6,7 +6,7 @@ import { noContent } from '../lib/format';
 
 // PostgreSQL's clock, as login's issue time (USER_BY_EMAIL): replicas' clocks never compare.
 // greatest() ignores NULL and never moves the stamp back.
-export const LOG_OUT_EVERYWHERE = `UPDATE users SET sessions_valid_after = greatest(clock_timestamp(), sessions_valid_after) WHERE id = $1 AND tenant_id = $2`;
+const LOG_OUT_EVERYWHERE = `UPDATE users SET sessions_valid_after = greatest(clock_timestamp(), sessions_valid_after) WHERE id = $1 AND tenant_id = $2`;
 
 /**
  * Audited like a login (action `auth.logout` on both paths, resource the user): the pipeline

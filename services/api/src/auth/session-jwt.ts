@@ -42,7 +42,7 @@ export function issueSessionToken(secret: string, expiresIn: string, userId: str
  * its whole second (`iat`), and one of the logout's own second may have been issued before
  * it: refused too.
  */
-export function loggedOut(claims: Pick<SessionClaims, 'iat_ms'> & { iat: number }, sessionsValidAfter: Date | null): boolean {
+function loggedOut(claims: Pick<SessionClaims, 'iat_ms'> & { iat: number }, sessionsValidAfter: Date | null): boolean {
   if (!sessionsValidAfter) return false;
   return (claims.iat_ms ?? claims.iat * 1000) <= sessionsValidAfter.getTime();
 }

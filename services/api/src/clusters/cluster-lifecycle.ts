@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { AppError } from '@hookline/errors';
 import { withTransaction, type Pool } from '@hookline/db';
 import type { AppContext } from '../context';
-import { announce } from '../lib/config-writes';
-import { TRANSITIONS, type LifecycleState, type Transition } from '../lifecycle/lifecycle';
+import { announce, namesLockKey } from '../lib/config-writes';
+import { refusal, TRANSITIONS, type LifecycleState, type Transition } from '../lifecycle/lifecycle';
 
 type Queryable = Pick<Pool, 'query'>;
 
@@ -24,12 +24,6 @@ async function lockCluster(client: Queryable, tenantId: string, id: string): Pro
   const state = rows[0]?.state;
   if (!state || state === 'DELETED') throw AppError.notFound('cluster');
   return state;
-}
-
-/** The common state machine's rule (lifecycle.ts TRANSITIONS), with its 409 wording. */
-function assertAllowed(t: Transition, state: LifecycleState): void {
-  const { from } = TRANSITIONS[t];
-  if (!from.includes(state)) throw new AppError('conflict', `Cannot ${t} a cluster in state ${state} (allowed from ${from.join(' or ')}).`, { current_state: state });
 }
 
 /**
@@ -61,10 +55,10 @@ async function references(client: Queryable, id: string): Promise<{ destinations
 export async function changeClusterState(app: AppContext, tenantId: string, id: string, t: Exclude<Transition, 'apply'>): Promise<void> {
   await withTransaction(app.pool, async (client) => {
     if (t === 'delete') {
-      for (const kind of ['destination', 'ingester']) await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`names:${kind}:${tenantId}`]);
+      for (const kind of ['destination', 'ingester'] as const) await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [namesLockKey(kind, tenantId)]);
     }
     const state = await lockCluster(client, tenantId, id);
-    assertAllowed(t, state);
+    if (!TRANSITIONS[t].from.includes(state)) throw refusal('cluster', t, state);
     if (t === 'delete') {
       const refs = await references(client, id);
       if (refs.destinations + refs.ingesters > 0) {

@@ -22,7 +22,7 @@ export interface EdgeCluster {
 const one = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
 
 /** Why a signed cluster request was refused: logged, never answered. */
-export type EdgeAuthReason =
+type EdgeAuthReason =
   | 'unknown_cluster'
   | 'cluster_not_active'
   | 'key_does_not_open'

@@ -5,7 +5,7 @@ import type { EdgeDeps } from './edge-deps';
 import { leaseMsFor } from './lease-work';
 
 /** The instants (ms epoch) a report's `started_at` may name, for a request received at `nowMs`. */
-export interface StartedAtWindow {
+interface StartedAtWindow {
   earliest: number;
   latest: number;
 }
@@ -27,7 +27,7 @@ export interface StartedAtWindow {
  * Defaults (60 s lease, 300 s tolerance, 5 min timeout cap): from 11.5 minutes before the
  * api's clock to 5 minutes after it.
  */
-export function startedAtWindow(deps: Pick<EdgeDeps, 'config' | 'policy'>, nowMs: number): StartedAtWindow {
+function startedAtWindow(deps: Pick<EdgeDeps, 'config' | 'policy'>, nowMs: number): StartedAtWindow {
   const { EDGE_LEASE_MS, EDGE_SIGNATURE_TOLERANCE_SECONDS } = deps.config;
   const toleranceMs = EDGE_SIGNATURE_TOLERANCE_SECONDS * 1000;
   const longestLease = leaseMsFor(EDGE_LEASE_MS, Math.max(MAX_DESTINATION_TIMEOUT_MS, deps.policy.defaults.timeoutMs));

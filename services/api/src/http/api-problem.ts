@@ -2,7 +2,7 @@ import { AppError, toProblem, type ProblemDetails } from '@hookline/errors';
 import { isDbUnreachable } from '@hookline/db';
 
 /** Seconds a client is asked to wait after the database could not be reached. */
-export const DB_UNAVAILABLE_RETRY_AFTER_S = 2;
+const DB_UNAVAILABLE_RETRY_AFTER_S = 2;
 
 /**
  * A database that cannot be reached (down, starting, out of connections) or that rolled the

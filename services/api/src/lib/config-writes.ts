@@ -12,7 +12,12 @@ export type ConfigKind = 'ingester' | 'destination' | 'flow' | 'cluster' | 'save
  * "is this name free?" check and the insert cannot interleave with another request's.
  */
 export async function lockNames(tx: Tx, kind: ConfigKind, tenantId: string): Promise<void> {
-  await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`names:${kind}:${tenantId}`}))`;
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${namesLockKey(kind, tenantId)}))`;
+}
+
+/** The advisory lock key of lockNames, for a transaction on a raw pg client (cluster-lifecycle.ts). */
+export function namesLockKey(kind: ConfigKind, tenantId: string): string {
+  return `names:${kind}:${tenantId}`;
 }
 
 export function duplicateName(kind: string, name: string): AppError {

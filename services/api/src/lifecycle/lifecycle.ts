@@ -45,7 +45,7 @@ export async function transition(db: Queryable, kind: LifecycleKind, tenantId: s
 }
 
 /** Why `t` cannot move an object in `state` (missing or DELETED: 404; otherwise 409 with its `current_state`). */
-function refusal(kind: LifecycleKind, t: Transition, state: LifecycleState | undefined): AppError {
+export function refusal(kind: LifecycleKind | 'cluster', t: Transition, state: LifecycleState | undefined): AppError {
   if (!state || state === 'DELETED') return AppError.notFound(kind);
   const { from } = TRANSITIONS[t];
   return new AppError('conflict', `Cannot ${t} a ${kind} in state ${state} (allowed from ${from.join(' or ')}).`, { current_state: state });
@@ -134,7 +134,7 @@ export async function changeState(app: AppContext, kind: LifecycleKind, tenantId
 }
 
 /** Seconds a client is asked to wait when a re-enabled destination's health could not be reset. */
-export const HEALTH_RESET_RETRY_AFTER_S = 2;
+const HEALTH_RESET_RETRY_AFTER_S = 2;
 
 /**
  * Re-enables a DISABLED destination with a fresh health record. Its circuit and failure

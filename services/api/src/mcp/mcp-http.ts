@@ -55,7 +55,7 @@ const TRANSPORT_TYPES: Partial<Record<number, ErrorType>> = {
  * one named after the status, under the same errors base, so every error still has a type,
  * title, status, detail and instance.
  */
-export function transportProblem(status: number, message: string, id: string): ProblemDetails {
+function transportProblem(status: number, message: string, id: string): ProblemDetails {
   const type = TRANSPORT_TYPES[status];
   if (type) {
     const field = /protocol version/i.test(message) ? 'MCP-Protocol-Version' : 'body';

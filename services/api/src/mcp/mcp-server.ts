@@ -19,7 +19,7 @@ export function problemResult(problem: ProblemDetails): CallToolResult {
 export function toolError(ctx: McpContext, tool: string, err: unknown): CallToolResult {
   const mapped = asServiceError(err);
   if (!(mapped instanceof AppError)) ctx.deps.logger.error('mcp tool failed', { tool, request_id: ctx.requestId, err: err instanceof Error ? err.message : String(err) });
-  return problemResult(apiProblem(mapped, ctx.requestId).problem);
+  return problemResult(apiProblem(err, ctx.requestId).problem);
 }
 
 const READ_ONLY: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { parseServiceSignature, verifyServiceSignature } from '@hookline/signing';
 import { getStringAt } from '@hookline/http';
 import { header, type ProviderContext, type VerifyResult } from './types';
@@ -26,7 +25,7 @@ export const eventType = (ctx: ProviderContext): string | null => getStringAt(ct
 export function dedupId(ctx: ProviderContext): string | null {
   if (ctx.secrets.length === 0) return null;
   const { t } = parseServiceSignature(header(ctx, 'x-service-signature') ?? '');
-  return t === null ? null : `sig:${t}:${createHash('sha256').update(ctx.body).digest('hex')}`;
+  return t === null ? null : `sig:${t}:${ctx.bodySha256()}`;
 }
 
 /** A sender's retry is signed afresh (another t, another id): its Idempotency-Key still names the delivery. */

@@ -21,6 +21,8 @@ export interface ProviderContext {
   twilioUrlSuffixes: readonly string[];
   /** The body parsed as JSON (once), or undefined when it is not JSON. */
   json(): unknown;
+  /** The hex sha256 of `body`, worked out once per request whoever asks. */
+  bodySha256(): string;
   /** The ingester posted to, and ingest's logger: for warnings about its stored settings. */
   ingesterId: string;
   logger: { warn(message: string, meta: Record<string, unknown>): unknown };

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ProviderContext } from '../providers';
 
@@ -32,6 +33,7 @@ export function providerCtx(opts: {
     twilioUrlSuffixes: opts.twilioUrlSuffixes ?? [''],
     ingesterId: opts.ingesterId ?? 'ing_test',
     logger: opts.logger ?? { warn: () => undefined },
+    bodySha256: () => createHash('sha256').update(body).digest('hex'),
     json() {
       try {
         return JSON.parse(body.toString('utf8')) as unknown;
