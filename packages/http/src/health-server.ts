@@ -1,10 +1,10 @@
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { sendJson } from './respond';
 
 export type ReadinessCheck = () => Promise<Record<string, boolean>>;
 
 /** Extra GET routes of the health server by exact path (e.g. `/metrics`). */
-export type ExtraRoutes = Record<string, (res: ServerResponse) => void | Promise<void>>;
+export type ExtraRoutes = Record<string, (res: ServerResponse, req: IncomingMessage) => void | Promise<void>>;
 
 export interface HealthServer {
   server: Server;
@@ -26,7 +26,7 @@ export function startHealthServer(port: number, host: string, ready: ReadinessCh
         return sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not_ready', draining, checks });
       }
       const path = (req.url ?? '/').split('?', 1)[0]!;
-      if (Object.hasOwn(extra, path)) return extra[path]!(res);
+      if (Object.hasOwn(extra, path)) return extra[path]!(res, req);
       sendJson(res, 404, { status: 'not_found' });
     })();
   });

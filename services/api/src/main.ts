@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   const root = express();
   root.disable('x-powered-by');
   root.use(httpObserverMiddleware({ metrics, logger, tracer }));
-  root.get('/metrics', (_req, res) => void sendMetrics(metrics.registry, res));
+  root.get('/metrics', (req, res) => void sendMetrics(metrics.registry, req, res, config.METRICS_TOKEN));
   root.use(api.app);
   const server = root.listen(config.PORT, config.HOST, () => logger.info('api listening', { host: config.HOST, port: config.PORT }));
   server.on('error', (err) => {

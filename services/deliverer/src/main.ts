@@ -83,7 +83,7 @@ async function main(): Promise<void> {
       postgres: await pool.query('SELECT 1').then(() => true, () => false),
       redis: await redis.ping().then(() => true, () => false),
     }),
-    { '/metrics': (res) => sendMetrics(metrics.registry, res) },
+    { '/metrics': (res, req) => sendMetrics(metrics.registry, req, res, config.METRICS_TOKEN) },
   );
   logger.info('deliverer started', { port: config.PORT, concurrency: config.DELIVERER_CONCURRENCY, queues: queues.map((q) => q.queue) });
 

@@ -20,7 +20,8 @@ export interface IngestAppDeps {
     | 'INGEST_PUBLIC_URL' | 'PAYLOAD_LIMIT_BYTES' | 'INGEST_DB_TIMEOUT_MS' | 'SIGNATURE_TOLERANCE_SECONDS' | 'INGESTER_CACHE_TTL_MS' | 'DEDUP_WINDOW_SECONDS'
     | 'INGEST_BATCH_MAX' | 'INGEST_FLUSHES_IN_FLIGHT' | 'INGEST_ENQUEUE_TIMEOUT_MS' | 'INGEST_ROUTE_LINGER_MS' | 'INGEST_ROUTE_BATCH_MAX'
     | 'SECRETS_KEY' | 'QUEUE_PREFIX'
-  >;
+  > &
+    Partial<Pick<IngestConfig, 'METRICS_TOKEN'>>;
   trustedProxies: readonly Cidr[];
   pool: Pool;
   producer: Producer;
@@ -175,7 +176,7 @@ export function createIngestApp(deps: IngestAppDeps): IngestApp {
     if (path === '/metrics') {
       obs.route = path;
       only('GET');
-      return sendMetrics(metrics.registry, res);
+      return sendMetrics(metrics.registry, req, res, config.METRICS_TOKEN);
     }
     const m = HOOK_PATH.exec(path);
     if (!m) throw new AppError('not-found', 'No such route.');

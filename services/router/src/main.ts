@@ -52,7 +52,7 @@ async function main(): Promise<void> {
       postgres: await pool.query('SELECT 1').then(() => true, () => false),
       redis: await producerRedis.ping().then(() => true, () => false),
     }),
-    { '/metrics': (res) => sendMetrics(metrics.registry, res) },
+    { '/metrics': (res, req) => sendMetrics(metrics.registry, req, res, config.METRICS_TOKEN) },
   );
   logger.info('router started', { port: config.PORT, concurrency: config.ROUTER_CONCURRENCY, dedicated_pools: [...new Set(pools.values())] });
 
