@@ -6,3 +6,4 @@ export { createSecretBox, type SecretBox } from './secret-box';
 export { API_SCOPES, MCP_SCOPES, type Scope, newApiKey, hashApiKey, hashPassword, verifyPassword } from './credentials';
 export { PROVIDERS, type Provider, isProvider } from './providers';
 export { withRandomBytes, randomIdString } from './random-pool';
+export { USER_ROLES, type UserRole, isUserRole, scopesOfRole } from './roles';

@@ -92,7 +92,7 @@ const login: PublicRoute = {
   doc: {
     summary: 'Log in with email and password; returns a tenant-scoped session JWT',
     description:
-      "The token carries every API scope of the user's tenant and expires after JWT_EXPIRES_IN (default 1h). Only HS256 is accepted. " +
+      "The token carries the scopes of the user's role, read on each request (owner and admin: every API scope; member: all but write:api-keys and write:clusters; viewer: the read:* scopes) and expires after JWT_EXPIRES_IN (default 1h). Only HS256 is accepted. " +
       'Failed logins are limited per email (LOGIN_MAX_FAILURES_PER_ACCOUNT, default 10) and per client address (LOGIN_MAX_FAILURES_PER_IP, default 50; IPv6 per /64) over LOGIN_FAILURE_WINDOW_SECONDS (default 900); past either, 429 rate-limit-exceeded with retry_after_seconds and Retry-After, and the password is not checked. A successful login is not counted and clears its email\'s failures. A login of a known user is audited in its tenant (auth.login, actor user:<id>, outcome 200 or 401). ' +
       'POST /auth/logout ends every session token of the user issued until then; a login after it works at once.',
     tag: 'Authentication',

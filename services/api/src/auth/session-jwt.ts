@@ -1,5 +1,5 @@
 import jwt from 'jsonwebtoken';
-import { API_SCOPES } from '@hookline/signing';
+import { scopesOfRole } from '@hookline/signing';
 import type { AppContext, Principal } from '../context';
 import type { PlanName } from '../config';
 import { unauthorized } from './api-key.auth';
@@ -52,7 +52,8 @@ export function looksLikeJwt(token: string): boolean {
 }
 
 /**
- * Verifies a session JWT and loads its user; the user carries every API scope of its tenant.
+ * Verifies a session JWT and loads its user, whose role (read now, not at login: a changed
+ * role applies to tokens already issued) decides the scopes (`scopesOfRole`).
  * A token must be one login could have issued: it carries `exp` (jsonwebtoken accepts a token
  * without one for ever) and `iat`, is not older than the session lifetime (JWT_EXPIRES_IN)
  * whatever its `exp` says, and was not issued in the future; nor issued at or before the
@@ -70,7 +71,7 @@ export async function authenticateSession(app: AppContext, token: string): Promi
   } catch {
     throw unauthorized('The session token is invalid or expired.');
   }
-  const user = await app.prisma.user.findUnique({ where: { id: claims.sub }, select: { id: true, tenantId: true, sessionsValidAfter: true, tenant: { select: { plan: true } } } });
+  const user = await app.prisma.user.findUnique({ where: { id: claims.sub }, select: { id: true, tenantId: true, role: true, sessionsValidAfter: true, tenant: { select: { plan: true } } } });
   if (!user || user.tenantId !== claims.tid || loggedOut(claims, user.sessionsValidAfter)) throw unauthorized('The session token is invalid or expired.');
-  return { kind: 'user', id: user.id, tenantId: user.tenantId, plan: user.tenant.plan as PlanName, scopes: new Set(API_SCOPES) };
+  return { kind: 'user', id: user.id, tenantId: user.tenantId, plan: user.tenant.plan as PlanName, scopes: scopesOfRole(user.role) };
 }
