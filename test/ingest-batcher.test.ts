@@ -3,6 +3,7 @@ import { createPool, newId } from '@hookline/db';
 import { freePort, waitFor } from '@hookline/testing';
 import { createEventBatcher } from '../services/ingest/src/event-batcher';
 import { startIngestHarness, type IngestHarness } from '../services/ingest/src/testing/ingest-harness';
+import { pendingEvent } from '../services/ingest/src/testing/pending-event';
 import type { PendingEvent } from '../services/ingest/src/write-batch';
 
 let h: IngestHarness;
@@ -16,21 +17,7 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-const event = (n: number): PendingEvent => ({
-  eventId: newId('evt'),
-  tenantId: ids.tenantId,
-  ingesterId: ids.ingesterId,
-  type: `t${n}`,
-  correlationId: 'c'.repeat(32),
-  dedupKey: null,
-  explicitKey: false,
-  sourceIp: '127.0.0.1',
-  receivedAt: new Date(),
-  contentType: null,
-  headers: {},
-  query: null,
-  body: Buffer.from(String(n)),
-});
+const event = (n: number): PendingEvent => pendingEvent(ids, { type: `t${n}`, body: Buffer.from(String(n)) });
 
 const jobSizes = async (): Promise<number[]> => {
   const jobs = await h.jobs.queue('route').getJobs(['waiting']);

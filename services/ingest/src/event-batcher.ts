@@ -41,6 +41,10 @@ export interface EventBatcher {
   drain(): Promise<void>;
 }
 
+/** SQLSTATE classes of a statement refused for what a row holds: data exception, integrity constraint, program limit (e.g. an index row too large). */
+const ROW_ERROR_CLASSES = new Set(['22', '23', '54']);
+const isRowError = (err: unknown): boolean => ROW_ERROR_CLASSES.has(String((err as { code?: unknown }).code ?? '').slice(0, 2));
+
 export const unavailable = (): AppError => new AppError('service-unavailable', 'Events cannot be stored right now; retry later.', {}, { 'retry-after': '1' });
 
 interface Waiting {
@@ -107,10 +111,32 @@ export function createEventBatcher(deps: BatcherDeps, opts: BatcherOptions): Eve
     }
   }
 
+  const writeEach = (batch: Waiting[]): Promise<WriteOutcome[]> => writeBatch(deps.pool, batch.map((w) => w.event), opts.dedupWindowSeconds, opts.dbTimeoutMs);
+
+  /**
+   * The batch's outcomes. When PostgreSQL refuses the statement because of what one row
+   * holds (a data error, a constraint, a size limit), each event is written alone, so that
+   * the row fails (503) and only it: the others, of any tenant, are stored as usual.
+   */
+  async function write(batch: Waiting[]): Promise<WriteOutcome[]> {
+    try {
+      return await writeEach(batch);
+    } catch (err) {
+      if (batch.length === 1 || !isRowError(err)) throw err;
+      deps.logger.warn('event batch refused for one of its rows; writing its events one by one', { events: batch.length, error: (err as Error).message });
+      const each = await Promise.allSettled(batch.map((w) => writeEach([w])));
+      return each.map((r, i) => {
+        if (r.status === 'fulfilled') return r.value[0]!;
+        deps.logger.error('event not stored', { event_id: batch[i]!.event.eventId, error: (r.reason as Error).message });
+        return { kind: 'retry' as const };
+      });
+    }
+  }
+
   async function flush(batch: Waiting[]): Promise<void> {
     let outcomes: WriteOutcome[];
     try {
-      outcomes = await writeBatch(deps.pool, batch.map((w) => w.event), opts.dedupWindowSeconds, opts.dbTimeoutMs);
+      outcomes = await write(batch);
     } catch (err) {
       inFlight--;
       schedule();

@@ -52,8 +52,9 @@ export interface IngestInput {
 
 const MAX_KEY = 200;
 const sha256 = (v: BinaryLike): string => createHash('sha256').update(v).digest('hex');
-// Keys are stored as given unless very long (then as their hash, still unique).
-const storedKey = (key: string): string => (key.length > MAX_KEY ? `sha256:${sha256(key)}` : key);
+// Keys are stored as given unless very long or holding a NUL (U+0000, which a text column
+// refuses: one such row would fail the whole group commit), then as their hash, still unique.
+const storedKey = (key: string): string => (key.length > MAX_KEY || key.includes('\0') ? `sha256:${sha256(key)}` : key);
 
 /** Room for clocks that differ between ingest replicas (a signature checked by one, its replay by another). */
 const CLOCK_MARGIN_SECONDS = 60;
@@ -127,11 +128,20 @@ export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise
     if (prior && prior.requestHash !== ctx.bodySha256()) throw conflict(retryKey);
     if (prior) return { kind: 'duplicate', eventId: prior.eventId };
   }
+  const type = ing.eventTypePath ? getStringAt(ctx.json(), ing.eventTypePath) : adapter.eventType(ctx);
+  // A text column refuses U+0000: stored, it would fail the group commit of every event
+  // written with it (other tenants' too), on each retry of the sender.
+  if (type?.includes('\0')) {
+    await reject(
+      { reasonCode: 'validation_error', detail: 'event type contains U+0000' },
+      new AppError('validation-error', 'The event type contains a NUL character (U+0000), which cannot be stored.', { errors: [{ field: 'type', message: 'must not contain U+0000' }], reason_code: 'validation_error' }),
+    );
+  }
   const outcome = await deps.batcher.submit({
     eventId: newId('evt'),
     tenantId: ing.tenantId,
     ingesterId: ing.id,
-    type: ing.eventTypePath ? getStringAt(ctx.json(), ing.eventTypePath) : adapter.eventType(ctx),
+    type,
     correlationId: input.trace?.context.traceId ?? correlationId(input.headers['traceparent']),
     traceparent: input.trace?.traceparent,
     dedupKey: key ? storedKey(key) : null,
