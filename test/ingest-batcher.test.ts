@@ -1,5 +1,5 @@
 import { createLogger } from '@hookline/logger';
-import { createPool, newId } from '@hookline/db';
+import { createPool } from '@hookline/db';
 import { freePort, waitFor } from '@hookline/testing';
 import { createEventBatcher } from '../services/ingest/src/event-batcher';
 import { startIngestHarness, type IngestHarness } from '../services/ingest/src/testing/ingest-harness';
