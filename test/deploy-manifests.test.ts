@@ -11,6 +11,7 @@ import { parseAllDocuments } from 'yaml';
 import { autoscalingProblems, connectionBudget } from '../deploy/checks/autoscaling-checks';
 import { kustomizeBuild, objectKey, REPO_ROOT, type K8sObject } from '../deploy/checks/kustomize-lite';
 import { envContractProblems, hardeningProblems, imageProblems, migrationProblems, poolProblems, probeProblems, publicUrlProblems, schemaProblems, secretProblems, selectorProblems, shutdownProblems } from '../deploy/checks/manifest-checks';
+import { networkProblems } from '../deploy/checks/network-checks';
 import { contractFor, schemasLoadedIn } from '../deploy/checks/process-env';
 import { workloads, type Workload } from '../deploy/checks/workloads';
 
@@ -39,6 +40,7 @@ function allProblems(wls: Workload[], objects: K8sObject[]): string[] {
     ...poolProblems(wls),
     ...secretProblems(objects),
     ...publicUrlProblems(wls),
+    ...networkProblems(objects),
   ];
 }
 
@@ -104,6 +106,11 @@ describe.each([
     expect(publicUrlProblems(wls)).toEqual([]);
   });
 
+  test('edge agents reach no worker pod (a NetworkPolicy admits none) and list their targets', () => {
+    expect(objects.some((o) => o.kind === 'NetworkPolicy')).toBe(true);
+    expect(networkProblems(objects)).toEqual([]);
+  });
+
   test('the Secrets committed here hold example values only', () => {
     expect(objects.some((o) => o.kind === 'Secret')).toBe(true);
     expect(secretProblems(objects)).toEqual([]);
@@ -167,6 +174,21 @@ describe('the checks find broken manifests', () => {
     });
     expect(problems).toEqual([
       'Deployment/hookline-deliverer deliverer: NODE_OPTIONS is "--max-old-space-size=256 --max-semi-space-size=8" (the image\'s default), must be "--max-old-space-size=256 --max-semi-space-size=16" (nodeOptionsFor in scripts/lib/entries.ts)',
+    ]);
+  });
+
+  test('a worker pod no NetworkPolicy guards, a policy that admits edge agents, an agent with no target list', async () => {
+    const spec = (o: K8sObject): Record<string, any> => o['spec'] as Record<string, any>;
+    const problems = await broken((o) => {
+      find(o, 'Deployment', 'hookline-router').spec = { ...spec(find(o, 'Deployment', 'hookline-router')), template: { ...spec(find(o, 'Deployment', 'hookline-router')).template, metadata: { labels: { 'app.kubernetes.io/component': 'router' } } } };
+      spec(find(o, 'NetworkPolicy', 'hookline-workers')).ingress[0].from[0].podSelector = {};
+      (find(o, 'ConfigMap', 'hookline-edge')['data'] as Record<string, string>).EDGE_ALLOWED_TARGETS = '';
+    }, EXAMPLE);
+    expect(problems.filter((p) => /NetworkPolicy|EDGE_ALLOWED_TARGETS/.test(p))).toEqual([
+      'Deployment/hookline-router: no NetworkPolicy selects its pods, so an edge agent in the cluster reaches its ports',
+      'Deployment/hookline-deliverer: NetworkPolicy hookline-workers admits edge agent pods',
+      'Deployment/hookline-deliverer-acme: NetworkPolicy hookline-workers admits edge agent pods',
+      'ConfigMap/hookline-edge: EDGE_ALLOWED_TARGETS is empty, so the agent sends to any address a tenant names',
     ]);
   });
 
