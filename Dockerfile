@@ -14,6 +14,10 @@ COPY prisma.config.ts tsconfig.base.json tsconfig.json ./
 COPY scripts ./scripts
 # The wait-for-migrations init container of the Kubernetes manifests (deploy/kustomize).
 COPY deploy/scripts ./deploy/scripts
+# The tests the api's discovery documents cite as proofs (/ai/evidence/v1/): it reads and
+# hashes them at run time, so a container reports what a checkout does (proven_local_mock,
+# with their integrity_ref), not implementation_present. Nothing runs them here.
+COPY test ./test
 RUN pnpm install --frozen-lockfile
 RUN pnpm build
 

@@ -13,9 +13,13 @@ import {
   startScriptProblems,
   interpolate,
   readCompose,
+  uncopied,
   type ComposeFile,
 } from '../deploy/checks/compose-checks';
 import { kustomizeBuild, REPO_ROOT } from '../deploy/checks/kustomize-lite';
+import { GAP_CAPABILITIES } from '../packages/evidence/src/discovery/gap-capabilities';
+import { RUNTIME_CAPABILITIES } from '../packages/evidence/src/discovery/runtime-capabilities';
+import { TRUST_CAPABILITIES } from '../packages/evidence/src/discovery/trust-capabilities';
 import { workloads } from '../deploy/checks/workloads';
 
 const COMPOSE = resolve(REPO_ROOT, 'docker-compose.yml');
@@ -147,6 +151,13 @@ describe('the checks find a broken compose file', () => {
     expect(dockerfileProblems(DOCKERFILE.replace(/^ENV NODE_OPTIONS=.*$/m, ''), [])).toEqual([
       'Dockerfile: the final stage must set ENV NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=8" (SERVICE_NODE_OPTIONS in scripts/lib/entries.ts)',
     ]);
+  });
+
+  test("the image holds every file the discovery documents' proof statuses rest on, so a container reports what a checkout does", () => {
+    const files = [...RUNTIME_CAPABILITIES, ...TRUST_CAPABILITIES, ...GAP_CAPABILITIES].flatMap((d) => [...d.proofs.map((p) => p.file), ...d.implementation]);
+    expect(files.filter((f) => f.startsWith('test/')).length).toBeGreaterThan(10);
+    expect(uncopied(DOCKERFILE, files)).toEqual([]);
+    expect(uncopied(DOCKERFILE.replace(/^COPY test .*$/m, ''), files).filter((f) => f.startsWith('test/')).length).toBeGreaterThan(10);
   });
 
   test('an entry the image does not contain', () => {

@@ -156,11 +156,13 @@ export function dockerfileProblems(dockerfile: string, entries: string[]): strin
   for (const entry of entries) {
     if (!(ENTRIES as readonly string[]).includes(entry)) problems.push(`Dockerfile: ${entry} is not bundled by pnpm build (ENTRIES in scripts/lib/entries.ts)`);
   }
+  return [...problems, ...uncopied(dockerfile, entries).map((entry) => `Dockerfile: ${entry} is not copied into the image`)];
+}
+
+/** Which of these repository files no `COPY` of the Dockerfile brings into the image. */
+export function uncopied(dockerfile: string, files: readonly string[]): string[] {
   const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+)$/gm)].flatMap((m) => m[1]!.trim().split(/\s+/).slice(0, -1));
-  for (const entry of entries) {
-    if (!copied.some((src) => entry === src || entry.startsWith(`${src.replace(/\/$/, '')}/`))) problems.push(`Dockerfile: ${entry} is not copied into the image`);
-  }
-  return problems;
+  return files.filter((file) => !copied.some((src) => file === src || file.startsWith(`${src.replace(/\/$/, '')}/`)));
 }
 
 /** `pnpm start:<service>` runs the service's bundle as the image does, with the service's V8 flags. */
