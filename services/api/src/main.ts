@@ -14,10 +14,12 @@ async function main(): Promise<void> {
   const config = loadApiConfig();
   const logger = createLogger('api', config.LOG_LEVEL);
   const { metrics, tracer } = createObservability('api', config, logger);
-  const prisma = createPrisma(config.DATABASE_URL, config.DB_POOL_MAX);
+  // Every PostgreSQL pool counts its errors in hookline_db_errors_total: Prisma's (most reads
+  // and writes), the raw one and the claim heartbeats'.
+  const prisma = createPrisma(config.DATABASE_URL, config.DB_POOL_MAX, { instrumentPool: (p) => instrumentPool(p, metrics) });
   const pool = instrumentPool(createPool(config.DATABASE_URL, config.DB_POOL_MAX), metrics);
   // Idempotency-Key heartbeats only (context.ts): two connections besides DB_POOL_MAX.
-  const claimPool = createPool(config.DATABASE_URL, 2);
+  const claimPool = instrumentPool(createPool(config.DATABASE_URL, 2), metrics);
   const redis = instrumentRedis(createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER_NODES, { commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS }), metrics);
   // A producer connection refuses commands until connected; give it a moment at boot.
   if (!(await redisReady(redis, 10_000))) logger.warn('redis not reachable at start; continuing (readiness reports it)');

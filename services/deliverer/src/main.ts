@@ -34,7 +34,7 @@ async function main(): Promise<void> {
   if (!(await redisReady(redis, 10_000))) logger.warn('redis not reachable at start; continuing (readiness reports it)');
   const producer = createProducer(redis, config.QUEUE_PREFIX);
   const built = buildDeliverDeps(config, { pool, redis, producer, logger });
-  const breaker = observeBreaker(built.breaker, metrics, redis, config.QUEUE_PREFIX);
+  const breaker = observeBreaker(built.breaker, metrics, redis, config.QUEUE_PREFIX, pool);
   const deps = { ...built, breaker: breaker.breaker, sender: observeSender(built.sender, { metrics, tracer, logger }) };
 
   // One worker per queue consumed (DELIVER_QUEUES), each with DELIVERER_CONCURRENCY.
