@@ -64,7 +64,8 @@ describe('retry', () => {
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ event_id: evt, retried: 2 });
     expect(res.body.delivery_ids.sort()).toEqual([exhausted, failed].sort());
-    expect((await row(exhausted)).status).toBe('pending');
+    // SPEC.md: `replaying` is "re-queued from the DLQ for retry"; a failed one is pending again.
+    expect([(await row(exhausted)).status, (await row(failed)).status]).toEqual(['replaying', 'pending']);
     expect((await row(exhausted)).next_attempt_at.getTime()).toBeGreaterThan(Date.now() - 5000);
     expect((await row(delivered)).status).toBe('delivered');
     expect((await queuedDeliveryIds()).sort()).toEqual(expect.arrayContaining([exhausted, failed]));
@@ -85,7 +86,7 @@ describe('retry', () => {
 
     expect((await h.call('POST', `/v1/tenants/${t.tenantId}/events/${evt}/retry`, { key: t.apiKey })).status).toBe(202);
     expect((await h.call('POST', '/v1/retry', { key: t.apiKey, body: { event_id: failedEvt } })).status).toBe(202);
-    expect(await row(dlv)).toMatchObject({ status: 'pending' });
+    expect(await row(dlv)).toMatchObject({ status: 'replaying' });
     expect(await eventStatus(evt)).toBe('replayed');
     expect(await eventStatus(failedEvt)).toBe('failed');
 

@@ -59,9 +59,9 @@ test('an enabled retry group works and is audited', async () => {
   expect(enabled.body.tool_groups).toEqual(['retry']);
   const c = await h.client(agent.key);
   const r = await call(c, 'retry_event', { event_id: t.eventId });
-  expect(r).toEqual({ isError: false, body: { event_id: t.eventId, delivery_ids: [t.exhaustedId], status: 'pending' } });
+  expect(r).toEqual({ isError: false, body: { event_id: t.eventId, delivery_ids: [t.exhaustedId], deliveries: [{ delivery_id: t.exhaustedId, status: 'replaying' }] } });
   const { rows } = await h.db.pool.query('SELECT status, next_attempt_at <= now() AS due FROM deliveries WHERE id = $1', [t.exhaustedId]);
-  expect(rows[0]).toEqual({ status: 'pending', due: true });
+  expect(rows[0]).toEqual({ status: 'replaying', due: true });
   const jobs = await h.producer.queue('deliver').getJobs(['waiting', 'delayed']);
   expect(jobs.map((j) => j.data)).toEqual([{ v: 1, deliveryIds: [t.exhaustedId] }]);
   const last = (await audit('mcp.retry_event')).at(-1)!;
@@ -109,7 +109,7 @@ test("with DEDICATED_POOLS, the tenant's retries and replays go to its pool's qu
       const flow = await insertFlow(h.db.pool, { tenantId, ingesterId: t.ingesterId, destinationId: t.destinationId });
       await h.db.pool.query(`INSERT INTO deliveries (id, tenant_id, event_id, flow_id, destination_id, status, attempt_count) VALUES ($1, $2, $3, $4, $5, $6, 1)`, [id, tenantId, evt, flow, t.destinationId, status]);
     }
-    expect((await call(c, 'retry_event', { event_id: evt })).body).toEqual({ event_id: evt, delivery_ids: [failed], status: 'pending' });
+    expect((await call(c, 'retry_event', { event_id: evt })).body).toEqual({ event_id: evt, delivery_ids: [failed], deliveries: [{ delivery_id: failed, status: 'pending' }] });
     expect((await call(c, 'replay_delivery', { delivery_id: delivered })).body).toMatchObject({ delivery_id: delivered, status: 'replaying' });
     const queued = async (pool?: string) => (await h.producer.queue('deliver', pool).getJobs(['waiting', 'delayed'])).flatMap((j) => j.data.deliveryIds as string[]);
     expect((await queued('acme')).sort()).toEqual([failed, delivered].sort());

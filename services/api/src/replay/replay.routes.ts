@@ -19,7 +19,7 @@ const retryView = {
 const bulkView = { type: 'object', required: ['replayed', 'delivery_ids'], properties: { replayed: { type: 'integer' }, delivery_ids: { type: 'array', items: { type: 'string' } } } };
 
 const RETRY_DESCRIPTION =
-  'Each failed or exhausted delivery of the event that can still be delivered becomes pending, due now (one more attempt; one being sent right now is left to its attempt). ' +
+  'Each failed or exhausted delivery of the event that can still be delivered is re-queued, due now: a failed one becomes pending, an exhausted one (in the DLQ) replaying (one more attempt; one being sent right now is left to its attempt). ' +
   'Its destination must be ACTIVE, or DISABLED: the delivery is then held, pending, and sent once the destination is enabled again (or moved to the DLQ if it is deleted, or if it stays DISABLED for the HELD_RETENTION_MS of the deliverer, 7 days by default, counted from this retry). ' +
   "Deliveries whose destination is DELETED, or whose delivery flow is not ACTIVE (DISABLED or DELETED), are not retried: they stay as they are (a destination's or flow's delete moves its open deliveries to the DLQ, where they are purged after the DLQ retention). " +
   'When the event has failed or exhausted deliveries but none can be retried: 409 with reason_code destination_not_active or flow_not_active (as replay answers; each only when that destination or flow really is not in a state that delivers), or payload_not_retained when the payload is gone. ' +
@@ -50,7 +50,7 @@ const replayBody = {
 };
 
 async function retryReply(ctx: RequestContext, eventId: string) {
-  const ids = await retryEvent(replayDepsOf(ctx.app), ctx.tenantId, eventId);
+  const ids = (await retryEvent(replayDepsOf(ctx.app), ctx.tenantId, eventId)).map((r) => r.id);
   return { status: 202, body: { event_id: eventId, retried: ids.length, delivery_ids: ids } };
 }
 

@@ -37,10 +37,12 @@ SELECT array_agg(DISTINCT c.destination_id) AS destination_ids, array_agg(DISTIN
 // The event's retryable deliveries are locked first (`was`, in id order), so that their
 // status as it is now (after any concurrent writer committed) is returned with them:
 // `was_exhausted` says the retry took one out of the DLQ (retryEvent then marks the event
-// `replayed`, as a replay does).
+// `replayed`, as a replay does). Such a delivery becomes `replaying` (SPEC.md: "re-queued
+// from the DLQ for retry"), a failed one `pending`; unlike a replay, a retry starts no new
+// round of attempts.
 const RETRY_SQL = `
 UPDATE deliveries d
-   SET status = 'pending', next_attempt_at = now(), lease_until = NULL, lease_owner = NULL, updated_at = now(), held = (t.state = 'DISABLED'),
+   SET status = (CASE WHEN was.status = 'exhausted' THEN 'replaying' ELSE 'pending' END)::"DeliveryStatus", next_attempt_at = now(), lease_until = NULL, lease_owner = NULL, updated_at = now(), held = (t.state = 'DISABLED'),
        held_since = CASE WHEN t.state = 'DISABLED' THEN now() END
   FROM destinations t,
        (SELECT c.id, c.status FROM deliveries c
@@ -76,10 +78,16 @@ async function lockOwners(client: Pick<Pool, 'query'>, destinationIds: readonly 
 }
 
 /**
- * Retry (see RETRY_SQL): the ids made pending; held ones (DISABLED destination) are not
+ * Retry (see RETRY_SQL): the ids made pending or replaying; held ones (DISABLED destination) are not
  * enqueued. When one of them was exhausted, a `dlq_queued` event becomes `replayed` (markReplayed).
  */
-export async function retryEvent(app: ReplayDeps, tenantId: string, eventId: string): Promise<string[]> {
+/** A delivery a retry re-queued, with the status it now has. */
+export interface Retried {
+  id: string;
+  status: 'pending' | 'replaying';
+}
+
+export async function retryEvent(app: ReplayDeps, tenantId: string, eventId: string): Promise<Retried[]> {
   const { rows: evt } = await app.pool.query('SELECT 1 FROM events WHERE id = $1 AND tenant_id = $2', [eventId, tenantId]);
   if (!evt.length) throw AppError.notFound('event');
   let rows = await retryOnce(app, tenantId, eventId);
@@ -94,10 +102,10 @@ export async function retryEvent(app: ReplayDeps, tenantId: string, eventId: str
     if (!rows.length) throw (await explainNoRetry(app, tenantId, eventId)) ?? deliveryInFlight();
   }
   await enqueueDeliveries(app, rows.filter((r) => !r.held).map((r) => r.id), poolOf(app.pools, tenantId));
-  return rows.map((r) => r.id);
+  return rows.map((r) => ({ id: r.id, status: r.was_exhausted ? 'replaying' : 'pending' }));
 }
 
-/** One retry transaction (RETRY_SQL): the deliveries it made pending, none enqueued yet. */
+/** One retry transaction (RETRY_SQL): the deliveries it re-queued, none enqueued yet. */
 async function retryOnce(app: ReplayDeps, tenantId: string, eventId: string): Promise<{ id: string; held: boolean; was_exhausted: boolean }[]> {
   // A deadlock victim (against a flow's apply, which locks the flow and then its
   // destination) changed nothing: the whole transaction runs again; enqueues come after it.

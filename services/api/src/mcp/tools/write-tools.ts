@@ -8,8 +8,8 @@ import { defineTool, idOf, type AnyTool } from './tool-def';
 // Retry and replay are the REST API's own (replay.service), so both surfaces refuse and
 // accept the same deliveries for the same reasons.
 async function retry(ctx: McpContext, eventId: string): Promise<Record<string, unknown>> {
-  const ids = await retryEvent(ctx.deps, ctx.principal.tenantId, eventId);
-  return { event_id: eventId, delivery_ids: [...ids].sort(), status: 'pending' };
+  const retried = [...(await retryEvent(ctx.deps, ctx.principal.tenantId, eventId))].sort((a, b) => (a.id < b.id ? -1 : 1));
+  return { event_id: eventId, delivery_ids: retried.map((r) => r.id), deliveries: retried.map((r) => ({ delivery_id: r.id, status: r.status })) };
 }
 
 async function replay(ctx: McpContext, deliveryId: string): Promise<Record<string, unknown>> {
@@ -47,10 +47,15 @@ export const writeTools: AnyTool[] = [
   defineTool({
     name: 'retry_event',
     title: 'Retry an event',
-    description: "Makes the event's failed and exhausted deliveries due now, so they are sent to their destinations again (a DISABLED destination's are held until it is enabled; those of a DELETED destination, a DISABLED or DELETED flow, or a purged payload are left alone, and 409 when none can be retried); calling it again after they failed again sends them again (tool group: retry; disabled by default).",
+    description: "Makes the event's failed deliveries (pending again) and exhausted ones (replaying: out of the DLQ) due now, so they are sent to their destinations again (a DISABLED destination's are held until it is enabled; those of a DELETED destination, a DISABLED or DELETED flow, or a purged payload are left alone, and 409 when none can be retried); calling it again after they failed again sends them again (tool group: retry; disabled by default).",
     access: { group: 'retry' },
     input: { event_id: idOf('evt') },
-    output: z.object({ event_id: z.string(), delivery_ids: z.array(z.string()), status: z.literal('pending') }),
+    output: z.object({
+      event_id: z.string(),
+      delivery_ids: z.array(z.string()),
+      /** Each re-queued delivery's status: pending (it had failed) or replaying (it came out of the DLQ). */
+      deliveries: z.array(z.object({ delivery_id: z.string(), status: z.enum(['pending', 'replaying']) })),
+    }),
     run: (ctx, args) => retry(ctx, args.event_id),
     resourceOf: (args) => args.event_id,
     effects: { destructive: true, idempotent: false, openWorld: true },
