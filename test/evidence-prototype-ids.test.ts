@@ -35,12 +35,12 @@ test('GET /v1/mcp/evidence/{id} answers such ids 404 as problem details, as any 
   expect(flat.status).toBe(404);
 });
 
-test('GET /v1/mcp/logs/{id} treats such ids as any other unknown resource (its audit entries), not a 500', async () => {
+test('GET /v1/mcp/logs/{id} treats such ids as any other unknown resource (404), not a 500', async () => {
   const t = await h.tenant();
   const made = await h.call('POST', `/v1/tenants/${t.tenantId}/mcp-keys`, { key: t.apiKey, body: { name: 'logs', scopes: ['mcp:read:logs'] } });
   const headers = { 'x-mcp-api-key': made.body.key };
   for (const id of ['constructor_x', 'toString_1', '__proto___1']) {
     const res = await h.call('GET', `/v1/mcp/logs/${encodeURIComponent(id)}`, { headers });
-    expect({ id, status: res.status, entries: res.body.entries }).toEqual({ id, status: 200, entries: [] });
+    expect({ id, status: res.status, type: res.body.type }).toEqual({ id, status: 404, type: expect.stringMatching(/not-found$/) });
   }
 });

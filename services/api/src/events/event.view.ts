@@ -2,7 +2,19 @@ import type { JsonSchema } from '../http/validate';
 import { iso } from '../lib/format';
 import type { Event } from '../lib/models';
 
-export const EVENT_STATUSES = ['received', 'validated', 'filtered', 'delivered', 'acked', 'failed', 'dlq_queued', 'replayed', 'rejected'] as const;
+// SPEC.md's event statuses. The database enum also holds `rejected`, which nothing sets
+// (refused requests are ingest rejections, not events): not published, and refused as a filter.
+export const EVENT_STATUSES = ['received', 'validated', 'filtered', 'delivered', 'acked', 'failed', 'dlq_queued', 'replayed'] as const;
+
+/** How statuses move (SPEC.md shows the sequence, not the mapping from delivery statuses). */
+export const EVENT_STATUS_DOC =
+  "SPEC.md's sequence received → validated → filtered → delivered → acked, failure branch failed → dlq_queued → replayed → delivered. " +
+  'How Hookline moves along it: an event is stored validated (the signature and header rules are checked before the write, so received is never stored); ' +
+  'filtered once routed (its deliveries are made, or none: see status_reason); then it follows its deliveries: delivered when all are delivered; ' +
+  'failed while one failed and waits for its next attempt; dlq_queued when one is exhausted (in the DLQ), straight from filtered when a delivery is exhausted by its first attempt (a 4xx that is not retried, or one attempt allowed); ' +
+  'failed → delivered when the failed ones then succeed (SPEC.md lists failed → dlq_queued only; an event whose retries succeed is delivered); ' +
+  'replayed when a replay or retry takes one of its deliveries out of the DLQ, then delivered, or dlq_queued again if one is exhausted again. ' +
+  'A delivered event stays delivered (a re-send does not move it back). acked is reserved: Hookline has no acknowledgement from a destination beyond its 2xx, so no event becomes acked.';
 
 /** The status timeline: each step that happened, in order. */
 function timeline(row: Event): { status: string; at: string }[] {
@@ -47,7 +59,7 @@ export const eventView: JsonSchema = {
     tenant_id: { type: 'string' },
     ingester_id: { type: 'string' },
     type: { type: ['string', 'null'] },
-    status: { type: 'string', enum: [...EVENT_STATUSES] },
+    status: { type: 'string', enum: [...EVENT_STATUSES], description: EVENT_STATUS_DOC },
     status_reason: {
       type: ['string', 'null'],
       description:

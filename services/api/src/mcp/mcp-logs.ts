@@ -37,10 +37,28 @@ const BY_PREFIX: Record<string, { table: string; sources: string[] }> = {
   ing: { table: 'ingesters', sources: [REJECTIONS, AUDIT] },
 };
 
+// Other resources with a row of their own (kept when deleted, except saved payloads and
+// users): their logs are their audit entries.
+const AUDITED_TABLES: Record<string, string> = { dst: 'destinations', flw: 'delivery_flows', key: 'api_keys', cls: 'clusters', spl: 'saved_payloads', usr: 'users' };
+
+/**
+ * Whether the id names something of the tenant: the tenant itself, a row of its, or a
+ * resource its audit log names (one deleted since, say).
+ */
+async function knownToTenant(deps: McpDeps, tenantId: string, resourceId: string, prefix: string): Promise<boolean> {
+  if (resourceId === tenantId) return true;
+  const table = Object.hasOwn(AUDITED_TABLES, prefix) ? AUDITED_TABLES[prefix] : undefined;
+  const row = table ? `EXISTS (SELECT 1 FROM ${table} WHERE id = $1 AND tenant_id = $2) OR ` : '';
+  const { rows } = await deps.pool.query<{ known: boolean }>(`SELECT ${row}EXISTS (SELECT 1 FROM audit_logs WHERE tenant_id = $2 AND resource_id = $1) AS known`, [resourceId, tenantId]);
+  return rows[0]?.known === true;
+}
+
 /**
  * Logs of one resource, newest first: delivery attempts, ingest rejections, the event's
- * state, and audit entries. Ids of deliveries, events and ingesters must be the tenant's
- * (else 404); any other id gets its audit entries. At most `limit` entries (default 20, as
+ * state, and audit entries. Ids of deliveries, events and ingesters must be the tenant's;
+ * any other id gets its audit entries, and must name the tenant, one of its resources or
+ * something its audit log names: otherwise 404, as SPEC.md says of a resource "missing or
+ * not visible to the tenant" (not an empty list). At most `limit` entries (default 20, as
  * every list: SPEC.md, Limits).
  */
 export async function logsFor(deps: McpDeps, tenantId: string, resourceId: string, opts: { level?: string; limit?: number } = {}): Promise<{ resource_id: string; entries: LogEntry[] }> {
@@ -50,6 +68,8 @@ export async function logsFor(deps: McpDeps, tenantId: string, resourceId: strin
   if (known) {
     const { rows } = await deps.pool.query(`SELECT 1 FROM ${known.table} WHERE id = $1 AND tenant_id = $2`, [resourceId, tenantId]);
     if (!rows.length) throw AppError.notFound('resource');
+  } else if (!(await knownToTenant(deps, tenantId, resourceId, prefix))) {
+    throw AppError.notFound('resource');
   }
   const sources = known?.sources ?? [AUDIT];
   const { rows } = await deps.pool.query<Omit<LogEntry, 'at'> & { at: Date }>(
