@@ -2,9 +2,8 @@
 // tool get_evidence) is read through indexes: with a long, skewed history, the statement
 // evidenceFor sends reads no table whole and, for an ingester or a destination, a page (the
 // first, or one deep in the list) reads a few hundred rows at most, however many receipts
-// the resource has. A flow's page reads at most its destination's deliveries: no index leads
-// with deliveries.flow_id, and the planner, which takes flow and destination for independent,
-// expects a handful of the flow's deliveries among them and sorts them all.
+// the resource has. A flow's page reads its deliveries through deliveries_flow_id_id_idx
+// (migration 20261203000000_deliveries_flow_id_index), whatever destinations they went to.
 import type { Pool } from '@hookline/db';
 import { evidenceFor } from '@hookline/evidence';
 import { createTestDatabase, seedTenant, type TestDatabase } from '@hookline/testing';

@@ -4,7 +4,10 @@ export type Scalar = string | number | boolean | null;
 
 // Receipts and roots have a handful of fixed shapes; their sorted key lists are kept
 // rather than sorted for every record (sorting and `Object.fromEntries` were 15 % of the
-// api's CPU while the sealer issued receipts).
+// api's CPU while the sealer issued receipts). A shape is named by its key list as JSON, one
+// text per list: keys may hold any character (a verified bundle is anyone's JSON), and
+// joined by a separator two lists could name one shape, so that a record with a key more
+// took another's sorted keys and was canonicalised without it.
 interface Shape {
   sorted: string[];
   /** Some key is an array index ("0", "17"): JSON.stringify would order it first. */
@@ -16,7 +19,7 @@ const INDEX_KEY = /^(0|[1-9]\d*)$/;
 
 function shapeOf(record: Readonly<Record<string, Scalar>>): Shape {
   const keys = Object.keys(record);
-  const id = keys.join('\n');
+  const id = JSON.stringify(keys);
   let shape = shapes.get(id);
   if (!shape) {
     shape = { sorted: [...keys].sort(), indexKeys: keys.some((k) => INDEX_KEY.test(k)) };

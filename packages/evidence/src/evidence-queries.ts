@@ -57,10 +57,9 @@ export async function listReceipts(pool: Pool, tenantId: string, f: ReceiptFilte
  * (newest event or delivery first; within a delivery, the latest attempt first). The index
  * that finds the resource's events or deliveries can give their order (an incremental sort
  * orders each one's few receipts, and the LIMIT stops the walk), and a page after a cursor
- * starts that index at the cursor's event or delivery (`x.id <=`), so a page of an ingester
- * or destination reads about a page of rows, not all of its receipts nor the tenant's
- * (test/evidence-resource-plans.test.ts). A flow's page may read all of its destination's
- * deliveries (see 'flw').
+ * starts that index at the cursor's event or delivery (`x.id <=`), so a page of an ingester,
+ * destination or flow reads about a page of rows, not all of its receipts nor the tenant's
+ * (test/evidence-resource-plans.test.ts).
  */
 type Selector =
   | { column: string }
@@ -80,12 +79,11 @@ const SELECTORS = new Map<string, Selector>([
   // The deliveries to the destination: deliveries_destination_id_id_idx (filter and order);
   // their receipts by evidence_receipts_delivery_id_idx.
   ['dst', { table: 'deliveries', link: 'delivery_id', where: (x) => `${x}.destination_id = $2` }],
-  // The flow's deliveries. No index leads with deliveries.flow_id: they are read among the
-  // deliveries to the flow's destination (deliveries_destination_id_id_idx), as above. The
-  // planner takes flow and destination for independent, expects few of the flow's among
-  // them, and may read them all and sort (an index on deliveries (flow_id, id) was not added
-  // to the hot table).
-  ['flw', { table: 'deliveries', link: 'delivery_id', where: (x) => `${x}.flow_id = $2 AND ${x}.destination_id = (SELECT f.destination_id FROM delivery_flows f WHERE f.id = $2 AND f.tenant_id = $1)` }],
+  // Every delivery the flow made, to whichever destination: a flow may have been pointed at
+  // another one (PUT .../delivery-flows/{id}) since, and its deliveries keep their flow_id.
+  // deliveries_flow_id_id_idx (filter and order; migration 20261203000000_deliveries_flow_id_index);
+  // their receipts by evidence_receipts_delivery_id_idx.
+  ['flw', { table: 'deliveries', link: 'delivery_id', where: (x) => `${x}.flow_id = $2` }],
 ]);
 
 /** The prefixes `evidenceFor` takes. */

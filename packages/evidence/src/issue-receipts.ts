@@ -43,6 +43,20 @@ SELECT a.id, a.tenant_id, a.delivery_id, a.number, a.status_code, a.error_kind, 
   LEFT JOIN event_payloads p ON p.event_id = d.event_id
  ORDER BY a.id`;
 
+// The backstop's step (issueMissingReceipts): the next $2 attempt ids after $1 in id order
+// (the primary key, index only), and those of them that have no receipt. The receipts are
+// bounded to the same range of attempt ids on their unique index, so that however the
+// planner joins them (a probe per id, or a merge or hash of both ranges) it reads about
+// 2 × $2 index entries, whatever the tables' sizes or statistics.
+export const MISSING_SQL = `
+WITH range AS MATERIALIZED (SELECT id FROM delivery_attempts WHERE id > $1 ORDER BY id LIMIT $2),
+     bounds AS (SELECT max(id) AS last, count(*)::int AS n FROM range)
+SELECT b.last, b.n, ARRAY(
+  SELECT a.id FROM range a
+   WHERE NOT EXISTS (SELECT 1 FROM evidence_receipts r WHERE r.attempt_id = a.id AND r.attempt_id > $1 AND r.attempt_id <= b.last)
+   ORDER BY a.id) AS missing
+  FROM bounds b`;
+
 const INSERT = `
 INSERT INTO evidence_receipts (id, tenant_id, attempt_id, delivery_id, event_id, destination_id, destination_origin, attempt_number,
   outcome, status_code, error_kind, started_at, completed_at, duration_ms, request_body_sha256, response_body_sha256,
@@ -138,7 +152,7 @@ export interface IssueOptions {
    * Called for an attempt that gets no receipt because its times cannot be stated in one (a
    * start or end outside years 1-9999, written before the api refused such reports): it is
    * skipped, and every other attempt of its batch still gets its receipt. A full scan (the
-   * sealer's first pass, its sweeps) meets it again.
+   * sealer's first pass, its sweeps, each round of its backstop) meets it again.
    */
   onSkipped?: (attempt: SkippedAttempt) => void;
 }
@@ -155,6 +169,20 @@ export interface SkippedAttempt {
 
 const storedTime = (v: unknown): string | null => (v instanceof Date && !Number.isNaN(v.getTime()) ? v.toISOString() : null);
 
+/** Issues the receipts of those of `ids` (one batch) that have none yet; how many were issued. */
+async function issueFor(pool: Pool, key: EvidenceKey, ids: string[], opts: Pick<IssueOptions, 'now' | 'clock' | 'onSkipped'>): Promise<number> {
+  const { rows } = await pool.query<AttemptRow>(PENDING_ATTEMPTS, [ids]);
+  if (!rows.length) return 0;
+  const issuedAt = opts.now ?? (opts.clock ? opts.clock() : new Date());
+  const receipts: Receipt[] = [];
+  for (const a of rows) {
+    const times = receiptTimes(a);
+    if (times) receipts.push(toReceipt(key, a, times, issuedAt));
+    else opts.onSkipped?.({ attempt_id: a.id, tenant_id: a.tenant_id, delivery_id: a.delivery_id, started_at: storedTime(a.started_at), duration_ms: a.duration_ms });
+  }
+  return receipts.length ? insertReceipts(pool, receipts) : 0;
+}
+
 /**
  * Turns delivery attempts that have no receipt yet into signed receipts, a batch of rows
  * per statement. Idempotent: a receipt is unique per attempt. Returns how many were issued.
@@ -170,21 +198,42 @@ export async function issueReceipts(pool: Pool, key: EvidenceKey, opts: IssueOpt
     if (!page.length) return issued;
     const ids = page.map((r) => r.id);
     const fresh = opts.covered ? ids.filter((id) => !opts.covered!.has(id)) : ids;
-    if (fresh.length) {
-      const { rows } = await pool.query<AttemptRow>(PENDING_ATTEMPTS, [fresh]);
-      if (rows.length) {
-        const issuedAt = opts.now ?? (opts.clock ? opts.clock() : new Date());
-        const receipts: Receipt[] = [];
-        for (const a of rows) {
-          const times = receiptTimes(a);
-          if (times) receipts.push(toReceipt(key, a, times, issuedAt));
-          else opts.onSkipped?.({ attempt_id: a.id, tenant_id: a.tenant_id, delivery_id: a.delivery_id, started_at: storedTime(a.started_at), duration_ms: a.duration_ms });
-        }
-        if (receipts.length) issued += await insertReceipts(pool, receipts);
-      }
-    }
+    if (fresh.length) issued += await issueFor(pool, key, fresh, opts);
     opts.onCovered?.(ids);
     after = ids[ids.length - 1]!;
     if (page.length < batchSize) return issued;
   }
+}
+
+export interface BackstopStep {
+  /** Receipts issued. */
+  issued: number;
+  /** Attempts of the step's range that had no receipt when it was read (issued, skipped, or issued meanwhile by another writer). */
+  missing: number;
+  /** The oldest of those attempt ids, or null. */
+  oldestMissing: string | null;
+  /** Where the next step starts: the last attempt id read, or '' when the step reached the newest attempt (the next step starts over). */
+  next: string;
+}
+
+/**
+ * One step of the backstop over every attempt, whatever its id's time: reads the next `limit`
+ * attempt ids after `after` ('' = the first) in id order and issues the receipts of those
+ * that have none (see MISSING_SQL for the cost: about 2 × `limit` index entries, plus the
+ * missing attempts' rows). The sealer's regular passes read attempt ids from a cut-off on its
+ * own clock, and an attempt id is minted on the deliverer's: one whose id is older than that
+ * cut-off when it commits is found here. An attempt whose times a receipt cannot state is
+ * skipped (onSkipped), as in issueReceipts.
+ */
+export async function issueMissingReceipts(
+  pool: Pool,
+  key: EvidenceKey,
+  opts: { after: string; limit: number; batchSize?: number } & Pick<IssueOptions, 'now' | 'clock' | 'onSkipped'>,
+): Promise<BackstopStep> {
+  const { rows } = await pool.query<{ last: string | null; n: number; missing: string[] }>(MISSING_SQL, [opts.after, opts.limit]);
+  const { last, n, missing } = rows[0] ?? { last: null, n: 0, missing: [] };
+  const batchSize = opts.batchSize ?? 1000;
+  let issued = 0;
+  for (let i = 0; i < missing.length; i += batchSize) issued += await issueFor(pool, key, missing.slice(i, i + batchSize), opts);
+  return { issued, missing: missing.length, oldestMissing: missing[0] ?? null, next: n >= opts.limit && last ? last : '' };
 }

@@ -1,0 +1,24 @@
+-- A flow's deliveries, newest first (hand-written): the evidence of a flow
+-- (GET /v1/mcp/evidence/flw_…, the MCP tool get_evidence; `evidenceFor` in
+-- packages/evidence/src/evidence-queries.ts).
+--
+-- That list used to read the flow's deliveries among those to the flow's CURRENT destination
+-- (deliveries_destination_id_id_idx): once PUT /v1/tenants/{tid}/delivery-flows/{id} pointed
+-- the flow at another destination (or took it from another ingester), the deliveries it made
+-- before, which keep their flow_id, and their receipts were no longer found (200 became
+-- 404). No existing index reaches them without reading far more than the flow: the other
+-- ways in (the tenant's deliveries, the deliveries to each of the tenant's destinations, the
+-- events of each ingester the flow may have had with the (event_id, flow_id) key) read every
+-- delivery or event of the tenant to end a list, and no table records the destinations a
+-- flow had. This index finds them whatever destination they went to, in id order, and a page
+-- reads about a page of rows (a cursor starts it at its delivery).
+--
+-- Its cost: one more index entry per delivery insert (the router) and per update that is not
+-- in place (those that change the status, already not HOT); flow_id and id never change, so
+-- claims stay in-place (HOT) updates.
+--
+-- This migration runs in one transaction, so it is a plain CREATE INDEX (writes to
+-- deliveries wait while it builds). Operators with a big deliveries table can build it
+-- online first, outside a transaction, under the same name (IF NOT EXISTS then skips it here):
+--   CREATE INDEX CONCURRENTLY "deliveries_flow_id_id_idx" ON "deliveries"("flow_id", "id");
+CREATE INDEX IF NOT EXISTS "deliveries_flow_id_id_idx" ON "deliveries"("flow_id", "id");
