@@ -52,6 +52,14 @@ export const apiEnv = {
     description:
       "Open deliveries a DELETE of a destination or flow moves to the DLQ in its own transaction (about 1 s per 10,000, holding the request and locks); the rest are moved by the deliverer's janitor, woken at once, a batch run per JANITOR_INTERVAL_MS",
   },
+  FLOWS_PER_INGESTER_MAX: {
+    type: 'integer',
+    default: 100,
+    minimum: 1,
+    maximum: 10_000,
+    description:
+      "Delivery flows (not DELETED) one ingester may have: its fan-out, the deliveries each of its events makes. One event's deliveries are one router insert and one deliver job, shared by every tenant; a create or a move past it is 409 conflict (reason_code flow_limit_reached)",
+  },
   IDEMPOTENCY_STALE_CLAIM_MS: {
     type: 'integer',
     default: 60_000,

@@ -45,7 +45,9 @@ export const flowRoutes: AuthedRoute[] = [
     body: createFlowBody,
     doc: {
       summary: 'Create a delivery flow (endpoint → target, optional filter)',
-      description: 'state defaults to ACTIVE; "state":"DRAFT" creates it unapplied (POST …/apply activates it together with DRAFT references).',
+      description:
+        'state defaults to ACTIVE; "state":"DRAFT" creates it unapplied (POST …/apply activates it together with DRAFT references). ' +
+        'One ingester may have at most FLOWS_PER_INGESTER_MAX flows that are not DELETED (default 100: its fan-out); past it, 409 conflict with reason_code flow_limit_reached, limit and ingester_id (also on a replace that moves a flow to that ingester).',
       tag: TAG,
       response: flowView,
       errors: [409, 422],

@@ -52,12 +52,31 @@ async function assertReferences(tx: Tx, tenantId: string, ingesterId: string, de
   if (errors.length) throw unresolved(errors);
 }
 
+/**
+ * An ingester's flows are its fan-out: each of its events makes one delivery per flow, in one
+ * router insert and one deliver job that every tenant's events share. Past
+ * FLOWS_PER_INGESTER_MAX flows (not DELETED; `exceptFlow`, the one being moved, not counted),
+ * 409. The caller holds the tenant's flow name lock (lockNames), so two writes cannot both pass.
+ */
+async function assertFanOut(tx: Tx, app: AppContext, tenantId: string, ingesterId: string, exceptFlow?: string): Promise<void> {
+  const max = app.config.FLOWS_PER_INGESTER_MAX;
+  const count = await tx.deliveryFlow.count({ where: { tenantId, ingesterId, state: { not: 'DELETED' }, ...(exceptFlow ? { id: { not: exceptFlow } } : {}) } });
+  if (count >= max) {
+    throw new AppError('conflict', `Ingester ${ingesterId} already has ${count} delivery flows, the most one ingester may have (FLOWS_PER_INGESTER_MAX ${max}); delete one first.`, {
+      reason_code: 'flow_limit_reached',
+      limit: max,
+      ingester_id: ingesterId,
+    });
+  }
+}
+
 export async function createFlow(app: AppContext, tenantId: string, body: FlowBody): Promise<DeliveryFlow> {
   const refs = references(body);
   const row = await app.prisma.$transaction(async (tx) => {
     await lockNames(tx, 'flow', tenantId);
     await assertReferences(tx, tenantId, refs.ingesterId, refs.destinationId);
     if (await tx.deliveryFlow.count({ where: { tenantId, name: body.name, state: { not: 'DELETED' } } })) throw duplicateName('flow', body.name);
+    await assertFanOut(tx, app, tenantId, refs.ingesterId);
     return tx.deliveryFlow.create({
       data: { id: newId('flw'), tenantId, name: body.name, ingesterId: refs.ingesterId, destinationId: refs.destinationId, filter: refs.filter as object, state: body.state ?? 'ACTIVE' },
     });
@@ -79,6 +98,7 @@ export async function updateFlow(app: AppContext, tenantId: string, id: string, 
     if (!(await tx.deliveryFlow.count({ where: { id, tenantId, state: { not: 'DELETED' } } }))) throw AppError.notFound('flow');
     await assertReferences(tx, tenantId, refs.ingesterId, refs.destinationId);
     if (await tx.deliveryFlow.count({ where: { tenantId, name: body.name, state: { not: 'DELETED' }, id: { not: id } } })) throw duplicateName('flow', body.name);
+    await assertFanOut(tx, app, tenantId, refs.ingesterId, id);
     return tx.deliveryFlow.update({ where: { id }, data: { name: body.name, ingesterId: refs.ingesterId, destinationId: refs.destinationId, filter: refs.filter as object } });
   });
   await announce(app, { kind: 'flow', id, tenantId });
