@@ -37,6 +37,31 @@ export const apiEnv = {
   TRUSTED_PROXIES: { type: 'string', default: '', description: "Comma-separated CIDRs (or loopback, linklocal, uniquelocal) whose X-Forwarded-For is believed for the client address; empty: the socket peer is the client" },
   SERVICE_SIGNATURE_TOLERANCE_SECONDS: { type: 'integer', default: 300, minimum: 1, description: 'Clock tolerance for HMAC-signed cluster requests' },
   API_BODY_LIMIT: { type: 'string', default: '1mb', description: 'Largest JSON body the control API accepts' },
+  API_REQUEST_TIMEOUT_MS: {
+    type: 'integer',
+    default: 30_000,
+    minimum: 100,
+    description:
+      "Time a client has to send a whole request, headers and body (Node's server.requestTimeout); past it the api answers 408 and closes the connection, dropping what it buffered. It does not cover the response: edge long-polls wait in their answer",
+  },
+  API_HEADERS_TIMEOUT_MS: {
+    type: 'integer',
+    default: 15_000,
+    minimum: 100,
+    description: "Time a client has to send a request's headers (Node's server.headersTimeout; at most API_REQUEST_TIMEOUT_MS, lowered to it if above); past it 408 and the connection is closed",
+  },
+  API_KEEP_ALIVE_TIMEOUT_MS: {
+    type: 'integer',
+    default: 5_000,
+    minimum: 100,
+    description: "An idle keep-alive connection is closed after this long (Node's server.keepAliveTimeout); behind a load balancer that reuses connections, set it above the balancer's idle timeout",
+  },
+  API_MAX_CONNECTIONS: {
+    type: 'integer',
+    default: 2_000,
+    minimum: 0,
+    description: 'Open connections the api accepts at most (server.maxConnections; edge long-polls hold one each); above it a new connection is closed at once. 0: no limit',
+  },
   API_PUBLIC_URL: { type: 'string', default: 'http://127.0.0.1:8080', description: 'Public base URL of this api; the discovery documents link to each other and to /v1/mcp under it' },
   SOURCE_REPOSITORY_URL: { type: 'string', default: 'https://github.com/hookline/hookline', description: 'Source repository named in the capability manifest (`repository`)' },
   DEDICATED_POOLS: {
@@ -88,6 +113,37 @@ export interface ApiConfig extends ApiEnv {
   pools: ReadonlyMap<string, string>;
   /** TRUSTED_PROXIES as express's `trust proxy` list (empty: trust no proxy). */
   trustedProxies: readonly string[];
+  /** The HTTP server's limits (main.ts), from API_*_TIMEOUT_MS and API_MAX_CONNECTIONS. */
+  httpServer: HttpServerLimits;
+}
+
+export interface HttpServerLimits {
+  /** http.createServer options. */
+  requestTimeout: number;
+  headersTimeout: number;
+  connectionsCheckingInterval: number;
+  /** Set on the server after it is made. */
+  keepAliveTimeout: number;
+  /** null: no limit. */
+  maxConnections: number | null;
+}
+
+/**
+ * The HTTP server's limits. Node refuses a headersTimeout above requestTimeout, so it is
+ * lowered to it. Node checks the two timeouts every connectionsCheckingInterval (default
+ * 30 s, which would let a stalled request live up to twice API_REQUEST_TIMEOUT_MS): a
+ * quarter of the shorter timeout, between 50 ms and 1 s.
+ */
+export function httpServerLimits(env: Pick<ApiEnv, 'API_REQUEST_TIMEOUT_MS' | 'API_HEADERS_TIMEOUT_MS' | 'API_KEEP_ALIVE_TIMEOUT_MS' | 'API_MAX_CONNECTIONS'>): HttpServerLimits {
+  const requestTimeout = env.API_REQUEST_TIMEOUT_MS;
+  const headersTimeout = Math.min(env.API_HEADERS_TIMEOUT_MS, requestTimeout);
+  return {
+    requestTimeout,
+    headersTimeout,
+    connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersTimeout / 4))),
+    keepAliveTimeout: env.API_KEEP_ALIVE_TIMEOUT_MS,
+    maxConnections: env.API_MAX_CONNECTIONS > 0 ? env.API_MAX_CONNECTIONS : null,
+  };
 }
 
 const PLANS: readonly PlanName[] = ['free', 'pro', 'business', 'enterprise'];
@@ -149,5 +205,6 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     mcpKeyRateLimit: parseMcpKeyRateLimit(base.MCP_KEY_RATE_LIMIT),
     pools,
     trustedProxies: parseTrustedProxies(base.TRUSTED_PROXIES),
+    httpServer: httpServerLimits(base),
   };
 }

@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import express from 'express';
 import { createPool, createPrisma } from '@hookline/db';
 import { closeServer, onShutdownSignal } from '@hookline/http';
@@ -35,7 +36,27 @@ async function main(): Promise<void> {
   root.use(httpObserverMiddleware({ metrics, logger, tracer }));
   root.get('/metrics', (req, res) => void sendMetrics(metrics.registry, req, res, config.METRICS_TOKEN));
   root.use(api.app);
-  const server = root.listen(config.PORT, config.HOST, () => logger.info('api listening', { host: config.HOST, port: config.PORT }));
+  // A slow or stalled client must not hold a socket, nor the body express.json buffers
+  // before authentication: 408 and close once the whole request has not arrived within
+  // API_REQUEST_TIMEOUT_MS (its headers within API_HEADERS_TIMEOUT_MS). Neither covers the
+  // response, so edge long-polls still wait in their answer. Open connections are capped.
+  const limits = config.httpServer;
+  const server = createServer({ requestTimeout: limits.requestTimeout, headersTimeout: limits.headersTimeout, connectionsCheckingInterval: limits.connectionsCheckingInterval }, root);
+  server.keepAliveTimeout = limits.keepAliveTimeout;
+  if (limits.maxConnections !== null) {
+    server.maxConnections = limits.maxConnections;
+    // Node closes a connection over the cap at once; say so, at most once a minute.
+    let dropped = 0;
+    let warnedAt = 0;
+    server.on('drop', () => {
+      dropped++;
+      if (Date.now() - warnedAt < 60_000) return;
+      warnedAt = Date.now();
+      logger.warn('api refused connections over API_MAX_CONNECTIONS', { max_connections: limits.maxConnections, dropped });
+      dropped = 0;
+    });
+  }
+  server.listen(config.PORT, config.HOST, () => logger.info('api listening', { host: config.HOST, port: config.PORT }));
   server.on('error', (err) => {
     logger.error('api server failed', { err: err.message });
     process.exit(1);

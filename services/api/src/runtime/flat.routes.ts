@@ -5,6 +5,7 @@ import { createFlowReply, listFlows } from '../flows/flow.routes';
 import { createFlowBody, flowView } from '../flows/flow.schema';
 import type { AuthedRoute } from '../http/route';
 import { listBody, listOf } from '../http/schemas';
+import type { JsonSchema } from '../http/validate';
 import { createIngesterReply, listIngesters } from '../ingesters/ingester.routes';
 import { createIngesterBody, ingesterView } from '../ingesters/ingester.schema';
 import { STATE_FILTER_PARAMS } from '../lifecycle/state-filter';
@@ -16,11 +17,41 @@ import { listTenantAttempts } from './attempts';
 import { evidence, retainedPayloads } from './evidence';
 import { overview, sources } from './overview';
 import { targetHealth, targetHealthView } from './target-health';
-import { traces } from './traces';
+import { TRACE_MAX_ATTEMPTS, TRACE_MAX_DELIVERIES, traces } from './traces';
 
 const TAG = 'Runtime (flat)';
 const flat = { auth: 'credential', tenant: 'flat' } as const;
 const PAGE = ['limit', 'cursor', 'offset'] as const;
+
+/** One trace of GET /v1/traces (runtime/traces.ts); steps are loose (their fields depend on `name`). */
+const traceView: JsonSchema = {
+  type: 'object',
+  required: ['trace_id', 'event_id', 'steps', 'deliveries_truncated', 'attempts_truncated'],
+  properties: {
+    trace_id: { type: 'string' },
+    event_id: { type: 'string' },
+    ingester_id: { type: 'string' },
+    status: { type: 'string' },
+    deliveries_truncated: { type: 'boolean', description: `true: the event has more than ${TRACE_MAX_DELIVERIES} deliveries; the trace carries the first ${TRACE_MAX_DELIVERIES} by flow id` },
+    attempts_truncated: { type: 'boolean', description: `true: some delivery of the trace has more than ${TRACE_MAX_ATTEMPTS} attempts; its delivery.created step says which` },
+    deliveries_url: { type: 'string', description: 'Only when deliveries_truncated: the paged list of all the deliveries of the event' },
+    steps: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['name', 'at'],
+        properties: {
+          name: { type: 'string', description: 'received, validated, filtered, delivery.created, delivery.attempt, delivered, failed' },
+          at: { type: 'string', format: 'date-time' },
+          delivery_id: { type: 'string' },
+          attempt_count: { type: 'integer', description: 'delivery.created: attempts the delivery has made in all' },
+          attempts_truncated: { type: 'boolean', description: `delivery.created: true when only the latest ${TRACE_MAX_ATTEMPTS} of its attempts follow` },
+          attempts_url: { type: 'string', description: 'delivery.created, only when attempts_truncated: the paged list of all its attempts' },
+        },
+      },
+    },
+  },
+};
 
 /**
  * The UI's flat routes: the tenant is `X-Tenant-ID` or the credential's. They read and
@@ -69,7 +100,19 @@ export const flatRoutes: AuthedRoute[] = [
     method: 'get',
     path: '/v1/traces',
     operationId: 'flat.traces',
-    doc: { summary: 'Event traces (trace_id = correlation id) from receipt through every attempt', tag: TAG, response: listOf('traces', { type: 'object', required: ['trace_id', 'event_id', 'steps'] }), query: [...PAGE, 'event_id', 'correlation_id', 'source_id', 'status', 'since', 'until'] },
+    doc: {
+      summary: 'Event traces (trace_id = correlation id) from receipt through its deliveries\' attempts, capped per event and per delivery',
+      description:
+        `One trace per event, its steps in time order. A trace carries at most ${TRACE_MAX_DELIVERIES} deliveries (an event has one per flow; ` +
+        `the first by flow id) and, of each delivery, its latest ${TRACE_MAX_ATTEMPTS} attempts (by attempt number). ` +
+        '`deliveries_truncated: true` says the event has more deliveries (all of them: `deliveries_url`, `GET /v1/deliveries?event_id=…`); ' +
+        'a `delivery.created` step\'s `attempts_truncated: true` says that delivery has older attempts (all of them: its `attempts_url`, ' +
+        '`GET /v1/delivery-attempts?delivery_id=…`; `attempt_count` is its total), and the trace\'s `attempts_truncated` says some delivery\'s were left out. ' +
+        'Below the caps a trace is whole and both flags are false.',
+      tag: TAG,
+      response: listOf('traces', traceView),
+      query: [...PAGE, 'event_id', 'correlation_id', 'source_id', 'status', 'since', 'until'],
+    },
     handler: async (ctx) => ok(await traces(ctx.app, ctx.tenantId, ctx.query)),
   },
   {
