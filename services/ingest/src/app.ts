@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { ConfigError } from '@hookline/config';
 import type { Pool } from '@hookline/db';
 import { AppError } from '@hookline/errors';
 import { BodyTooLargeError, closeServer, readBody, requestId, sendJson, sendProblem, type Cidr } from '@hookline/http';
@@ -11,7 +12,8 @@ import type { IngestConfig } from './config';
 import { unsupportedEncoding } from './content-encoding';
 import { createEventBatcher, type EventBatcher } from './event-batcher';
 import { createIngesterCache, type IngesterCache } from './ingester-cache';
-import { ingestEvent, toleranceCap, type IngestDeps } from './ingest-event';
+import { ingestEvent, lookupIngester, toleranceCap, type IngestDeps } from './ingest-event';
+import type { IngesterSettings } from './ingester-settings';
 import { outcomeOfError, type IngestOutcome } from './ingest-outcome';
 
 export interface IngestAppDeps {
@@ -19,7 +21,7 @@ export interface IngestAppDeps {
     IngestConfig,
     | 'INGEST_PUBLIC_URL' | 'PAYLOAD_LIMIT_BYTES' | 'INGEST_DB_TIMEOUT_MS' | 'SIGNATURE_TOLERANCE_SECONDS' | 'INGESTER_CACHE_TTL_MS' | 'DEDUP_WINDOW_SECONDS'
     | 'INGEST_BATCH_MAX' | 'INGEST_FLUSHES_IN_FLIGHT' | 'INGEST_ENQUEUE_TIMEOUT_MS' | 'INGEST_ROUTE_LINGER_MS' | 'INGEST_ROUTE_BATCH_MAX'
-    | 'SECRETS_KEY' | 'QUEUE_PREFIX'
+    | 'SECRETS_KEY' | 'QUEUE_PREFIX' | 'INGEST_MAX_BUFFERED_BYTES' | 'INGEST_MAX_CONNECTIONS' | 'INGEST_REQUEST_TIMEOUT_MS'
   > &
     Partial<Pick<IngestConfig, 'METRICS_TOKEN'>>;
   trustedProxies: readonly Cidr[];
@@ -38,6 +40,8 @@ export interface IngestApp {
   server: Server;
   cache: IngesterCache;
   batcher: EventBatcher;
+  /** Body bytes reserved by requests being received or processed (INGEST_MAX_BUFFERED_BYTES caps it). */
+  bufferedBytes(): number;
   /** Listens and returns the base URL (`http://host:port`). */
   listen(port: number, host: string): Promise<string>;
   /** Readiness goes false, the server stops accepting, open requests finish, batches flush. */
@@ -45,10 +49,16 @@ export interface IngestApp {
 }
 
 const HOOK_PATH = /^\/in\/([A-Za-z0-9_-]{1,100})(?:\/.*)?$/;
+/** How often node checks INGEST_REQUEST_TIMEOUT_MS (its default, 30 s, let a request run up to twice its timeout). */
+const TIMEOUT_CHECK_MS = 1000;
 
 /** The ingest HTTP server, bare node:http (5x express's ceiling on this path). */
 export function createIngestApp(deps: IngestAppDeps): IngestApp {
   const { config, logger } = deps;
+  if (config.INGEST_MAX_BUFFERED_BYTES < config.PAYLOAD_LIMIT_BYTES) {
+    // Else a chunked body (it reserves the limit) or one at the limit would always be refused.
+    throw new ConfigError([`INGEST_MAX_BUFFERED_BYTES (${config.INGEST_MAX_BUFFERED_BYTES}) must be at least PAYLOAD_LIMIT_BYTES (${config.PAYLOAD_LIMIT_BYTES})`]);
+  }
   const { metrics, tracer } = deps.observability ?? { metrics: createMetrics('ingest', { defaultMetrics: false }), tracer: createTracer({ service: 'ingest', logger, endpoint: '' }) };
   // One line per request: accepted ones at debug (the hot path; the router's per-job lines
   // carry every accepted event id at info), refusals at info, failures at warn.
@@ -85,6 +95,8 @@ export function createIngestApp(deps: IngestAppDeps): IngestApp {
     maxToleranceSeconds,
   };
   let draining = false;
+  /** Body bytes reserved (see receive): at most INGEST_MAX_BUFFERED_BYTES. */
+  let buffered = 0;
 
   if (deps.subscriber) {
     // Announcements sent while the subscriber was disconnected are lost: drop the whole cache.
@@ -128,31 +140,61 @@ export function createIngestApp(deps: IngestAppDeps): IngestApp {
   async function receive(req: IncomingMessage, res: ServerResponse, reqId: string, ingesterId: string, url: string, obs: HttpObservation) {
     const receivedAt = new Date();
     const q = url.indexOf('?');
-    let body: Buffer;
+    // The ingester first: an unknown or inactive one (404) or a failed lookup (503) is
+    // answered before a byte of the body is read, and the connection closed (the body is
+    // unread), so that anyone can make ingest hold a body only for an endpoint that exists.
+    let ingester: IngesterSettings;
     try {
-      body = await readBody(req, config.PAYLOAD_LIMIT_BYTES);
+      ingester = await lookupIngester(ingest, ingesterId, reqId);
     } catch (err) {
-      if (err instanceof BodyTooLargeError) {
-        res.setHeader('connection', 'close');
-        throw new AppError('payload-too-large', `The body exceeds the limit of ${err.limit} bytes.`, { limit_bytes: err.limit });
-      }
+      res.setHeader('connection', 'close');
       throw err;
     }
-    // Refused once the body is read (within the limit), so the connection stays usable.
-    const encoding = unsupportedEncoding(req.headers['content-encoding']);
-    if (encoding) throw encoding;
-    return ingestEvent(ingest, {
-      ingesterId,
-      path: q >= 0 ? url.slice(0, q) : url,
-      query: q >= 0 ? url.slice(q + 1) : null,
-      headers: req.headers,
-      body,
-      peerIp: req.socket.remoteAddress,
-      receivedAt,
-      requestId: reqId,
-      trace: obs.span,
-      logFields: obs.fields,
-    });
+    // A body reserves what it may take from when it starts to be read until its request is
+    // answered: its Content-Length, a chunked one the limit (one over the limit is refused
+    // by readBody at once, 413, and reserves nothing).
+    const limit = config.PAYLOAD_LIMIT_BYTES;
+    const length = req.headers['content-length'];
+    let reserved = length !== undefined ? Number(length) : req.headers['transfer-encoding'] !== undefined ? limit : 0;
+    if (reserved > limit) reserved = 0;
+    else if (!(reserved >= 0)) reserved = limit; // not a number (node's parser refuses those): the most
+    if (buffered + reserved > config.INGEST_MAX_BUFFERED_BYTES) {
+      res.setHeader('connection', 'close');
+      throw new AppError('service-unavailable', 'Too many request bodies are being received at once; retry later.', {}, { 'retry-after': '1' });
+    }
+    // The client went away during the lookup: its body would never end (as an abort mid-body).
+    if (req.destroyed) throw new Error('aborted');
+    buffered += reserved;
+    try {
+      let body: Buffer;
+      try {
+        body = await readBody(req, limit);
+      } catch (err) {
+        if (err instanceof BodyTooLargeError) {
+          res.setHeader('connection', 'close');
+          throw new AppError('payload-too-large', `The body exceeds the limit of ${err.limit} bytes.`, { limit_bytes: err.limit });
+        }
+        throw err;
+      }
+      // Refused once the body is read (within the limit), so the connection stays usable.
+      const encoding = unsupportedEncoding(req.headers['content-encoding']);
+      if (encoding) throw encoding;
+      return await ingestEvent(ingest, {
+        ingesterId,
+        ingester,
+        path: q >= 0 ? url.slice(0, q) : url,
+        query: q >= 0 ? url.slice(q + 1) : null,
+        headers: req.headers,
+        body,
+        peerIp: req.socket.remoteAddress,
+        receivedAt,
+        requestId: reqId,
+        trace: obs.span,
+        logFields: obs.fields,
+      });
+    } finally {
+      buffered -= reserved;
+    }
   }
 
   async function route(req: IncomingMessage, res: ServerResponse, reqId: string, obs: HttpObservation): Promise<void> {
@@ -185,7 +227,12 @@ export function createIngestApp(deps: IngestAppDeps): IngestApp {
     return hook(req, res, reqId, m[1]!, url, obs);
   }
 
-  const server = createServer((req, res) => {
+  // A slow or stalled client must not hold a socket (nor a body reservation) for long: the
+  // whole request, headers and body, within INGEST_REQUEST_TIMEOUT_MS (node answers 408 and
+  // closes), checked every second; and no more than INGEST_MAX_CONNECTIONS sockets at once.
+  const requestTimeout = config.INGEST_REQUEST_TIMEOUT_MS;
+  const serverOptions = { requestTimeout, headersTimeout: requestTimeout, connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_MS, requestTimeout) };
+  const server = createServer(serverOptions, (req, res) => {
     const reqId = requestId(req.headers['x-request-id']);
     const obs = observeHttp(observer, req, res);
     obs.fields['request_id'] = reqId;
@@ -195,14 +242,13 @@ export function createIngestApp(deps: IngestAppDeps): IngestApp {
       else sendProblem(res, err, reqId);
     });
   });
-  // A slow or stalled client must not hold a socket for ever.
-  server.requestTimeout = 30_000;
-  server.headersTimeout = 15_000;
+  server.maxConnections = config.INGEST_MAX_CONNECTIONS;
 
   return {
     server,
     cache,
     batcher,
+    bufferedBytes: () => buffered,
     listen(port, host) {
       return new Promise((resolve, reject) => {
         server.once('error', reject);

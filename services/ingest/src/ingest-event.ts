@@ -36,6 +36,8 @@ export interface IngestDeps {
 
 export interface IngestInput {
   ingesterId: string;
+  /** The ingester `ingesterId` names, resolved (lookupIngester) before the body was read: known and ACTIVE. */
+  ingester: IngesterSettings;
   /** The request path as received (`/in/<id>/…`) and the raw query string, without `?`. */
   path: string;
   query: string | null;
@@ -70,23 +72,39 @@ export const toleranceCap = (dedupWindowSeconds: number): number => Math.max(1, 
 const conflict = (key: string): AppError =>
   new AppError('idempotency-conflict', 'This Idempotency-Key was already used on this endpoint with a different request body.', { idempotency_key: key });
 
+const activeOnly = (ing: IngesterSettings | null): IngesterSettings => {
+  if (!ing || !ing.active) throw AppError.notFound('ingester');
+  return ing;
+};
+
 /**
- * One inbound webhook, after its body was read. Outcomes: accepted → 202 (stored and
+ * The ingester a request names, looked up before its body is read (an unknown id must not
+ * make ingest hold a body): 404 unknown or not ACTIVE, 503 when PostgreSQL cannot answer.
+ * Not async, so that the caller's one await on the cache is the only one (the hot path).
+ */
+export function lookupIngester(deps: Pick<IngestDeps, 'cache' | 'logger'>, ingesterId: string, requestId: string): Promise<IngesterSettings> {
+  return deps.cache.get(ingesterId).then(
+    activeOnly,
+    (err: Error) => {
+      deps.logger.error('ingester lookup failed', { ingester_id: ingesterId, request_id: requestId, error: err.message });
+      throw new AppError('service-unavailable', 'The endpoint cannot be resolved right now; retry later.', {}, { 'retry-after': '1' });
+    },
+  );
+}
+
+/**
+ * One inbound webhook, after its ingester was resolved (lookupIngester: 404 unknown or
+ * inactive ingester, 503 lookup failed) and its body read. Outcomes: accepted → 202 (stored and
  * committed), duplicate → the original 202 (the original event id) with
  * Idempotent-Replayed: true (a signed generic request: its signed id's, or else its
- * Idempotency-Key's). Refusals throw AppError: 404
- * unknown or inactive ingester, 403 address not allowed, 400 required header rule,
+ * Idempotency-Key's). Refusals throw AppError: 403 address not allowed, 400 required header rule,
  * 401 signature (each with one ingest_rejections row), 409 idempotency-conflict (an
  * Idempotency-Key, used as a dedup key because the provider gave no delivery id or the
  * request is signed generic (a second key beside its signed id),
  * reused with another body; nothing stored, no rejection row), 503 PostgreSQL unavailable.
  */
 export async function ingestEvent(deps: IngestDeps, input: IngestInput): Promise<Extract<WriteOutcome, { kind: 'accepted' | 'duplicate' }>> {
-  const ing = await deps.cache.get(input.ingesterId).catch((err: Error) => {
-    deps.logger.error('ingester lookup failed', { ingester_id: input.ingesterId, request_id: input.requestId, error: err.message });
-    throw new AppError('service-unavailable', 'The endpoint cannot be resolved right now; retry later.', {}, { 'retry-after': '1' });
-  });
-  if (!ing || !ing.active) throw AppError.notFound('ingester');
+  const ing = input.ingester;
   if (input.logFields) Object.assign(input.logFields, { ingester_id: ing.id, tenant_id: ing.tenantId, provider: ing.provider });
   const sourceIp = resolveClientIp(input.peerIp, input.headers['x-forwarded-for'], deps.trustedProxies);
   const reject = async (r: Pick<Rejection, 'reasonCode' | 'detail'>, err: AppError): Promise<never> => {
