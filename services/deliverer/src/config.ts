@@ -31,6 +31,22 @@ export const delivererEnv = {
   },
   DELIVERER_MAX_CLAIMED: { type: 'integer', default: 1024, minimum: 1, maximum: 1_000_000, description: 'deliveries held claimed at once per process (bodies in memory, leases running); a job\'s ids are claimed in chunks of 100 as room frees' },
   DELIVERER_MAX_IN_FLIGHT: { type: 'integer', default: 256, minimum: 1, maximum: 100000, description: 'outbound requests in flight per process' },
+  DELIVERER_DESTINATION_MAX_SHARE: {
+    type: 'number',
+    default: 1,
+    minimum: 0.01,
+    maximum: 1,
+    description:
+      'fraction of DELIVERER_MAX_IN_FLIGHT and of DELIVERER_MAX_CLAIMED that is one destination\'s own; beyond it a destination borrows only while one share stays free (in flight: all but a share; claims: all but a share and a chunk; claims beyond are given back unsent, without an attempt). Never fewer than 4, or the whole limit if smaller. 1 (the default): off. A shared multi-tenant pool may set 0.25 (see the README, Shares: it costs a single busy destination throughput)',
+  },
+  DELIVERER_TENANT_MAX_SHARE: {
+    type: 'number',
+    default: 1,
+    minimum: 0.01,
+    maximum: 1,
+    description:
+      'fraction of DELIVERER_MAX_IN_FLIGHT and of DELIVERER_MAX_CLAIMED one tenant\'s destinations may hold together (never less than one destination\'s share). 1 (the default): only each destination\'s share; a multi-tenant pool may set e.g. 0.5, a pool serving one tenant leaves it at 1',
+  },
   DELIVERER_RECORD_LINGER_MS: { type: 'integer', default: 20, minimum: 0, maximum: 10_000, description: 'outcomes of one batch completed within this of each other are recorded in one write (each is recorded this soon after its request completes, not after the slowest)' },
   DELIVERY_LEASE_MS: { type: 'integer', default: 120_000, minimum: 1000, description: 'how long a claim holds a delivery before recovery may take it back' },
   CLAIM_SLACK_MS: { type: 'integer', default: 250, minimum: 0, description: 'a delivery due this soon may be claimed (delayed jobs fire a little early or late)' },
@@ -40,7 +56,13 @@ export const delivererEnv = {
   // BREAKER_FAILURE_THRESHOLD, BREAKER_COOLDOWN_MS, DESTINATION_DISABLE_AFTER_MS: breakerEnv (the api reads them too).
   SSRF_ALLOWLIST: { type: 'string', default: '', description: 'comma CIDRs exempt from SSRF protection (local dev and tests: 127.0.0.0/8,::1/128)' },
   DLQ_RETENTION_MS: { type: 'integer', default: 7 * DAY_MS, minimum: 1, description: 'exhausted deliveries (the DLQ) are kept this long' },
-  PURGE_INTERVAL_MS: { type: 'integer', default: 3_600_000, minimum: 10, description: 'how often the DLQ purge runs' },
+  PURGE_INTERVAL_MS: { type: 'integer', default: 3_600_000, minimum: 10, description: 'how often the DLQ purge runs, and the purge of expired idempotency records and old ingest rejections' },
+  INGEST_REJECTION_RETENTION_MS: {
+    type: 'integer',
+    default: 30 * DAY_MS,
+    minimum: 1,
+    description: 'ingest rejections (refused inbound requests: bad signature, allowlist, header rules) are kept this long, then deleted by the purge',
+  },
   HELD_RETENTION_MS: {
     type: 'integer',
     default: 7 * DAY_MS,

@@ -5,9 +5,10 @@ import type { Logger } from '@hookline/logger';
 import type { Producer, Redis } from '@hookline/queues';
 import { createSecretBox } from '@hookline/signing';
 import { viewCircuits } from './circuit-view';
+import { ClaimShares } from './claim-shares';
 import { createCoalescedDb } from './coalesced-db';
 import { parseList, type DelivererConfig } from './config';
-import type { DeliverDeps } from './deliver-batch';
+import { CLAIM_CHUNK, type DeliverDeps } from './deliver-batch';
 import { createHttpSender } from './http-sender';
 import { Limiter } from './limiter';
 import { redisRateTokens } from './rate-tokens';
@@ -27,6 +28,7 @@ export interface Resources {
 export function buildDeliverDeps(config: DelivererConfig, r: Resources): DeliverDeps {
   const guard = createSsrfGuard(parseList(config.SSRF_ALLOWLIST), r.resolver);
   const instanceId = `${hostname()}:${process.pid}`;
+  const shares = { destination: config.DELIVERER_DESTINATION_MAX_SHARE, tenant: config.DELIVERER_TENANT_MAX_SHARE };
   const { breaker, circuits } = viewCircuits(createBreaker(r.redis, breakerOptions(config, config.QUEUE_PREFIX)), config.BREAKER_COOLDOWN_MS);
   return {
     pool: r.pool,
@@ -38,11 +40,12 @@ export function buildDeliverDeps(config: DelivererConfig, r: Resources): Deliver
       maxJobs: config.DELIVERER_CONCURRENCY,
     }),
     claimBudget: new Limiter(config.DELIVERER_MAX_CLAIMED),
+    claimShares: new ClaimShares({ maxClaimed: config.DELIVERER_MAX_CLAIMED, maxInFlight: config.DELIVERER_MAX_IN_FLIGHT, shares, chunk: CLAIM_CHUNK }),
     redis: r.redis,
     producer: r.producer,
     prefix: config.QUEUE_PREFIX,
     logger: r.logger,
-    sender: createHttpSender({ guard, responseBodyLimit: config.RESPONSE_BODY_LIMIT, maxInFlight: config.DELIVERER_MAX_IN_FLIGHT }),
+    sender: createHttpSender({ guard, responseBodyLimit: config.RESPONSE_BODY_LIMIT, maxInFlight: config.DELIVERER_MAX_IN_FLIGHT, shares }),
     breaker,
     circuits,
     rateTokens: redisRateTokens(r.redis, config.QUEUE_PREFIX, r.logger),

@@ -2,12 +2,14 @@ import { createHash } from 'node:crypto';
 import { basicAuth, errorKindOf, errorMessage, pickHeaders, readLimited, type DestinationSettings, type SendResult } from '@hookline/delivery';
 import { Pool } from 'undici';
 import { boundedMemo } from './bounded-memo';
-import { ConcurrencyLimits } from './limiter';
+import { ConcurrencyLimits, type Shares } from './limiter';
 import type { SsrfGuard } from './ssrf/ssrf-guard';
 import { createTlsAlertTracker } from './tls-alerts';
 
 export interface SendTarget {
   destinationId: string;
+  /** The destination's tenant: its requests share the tenant's slots (DELIVERER_TENANT_MAX_SHARE). Unnamed, only the overall limit. */
+  tenantId?: string;
   url: string;
   settings: DestinationSettings;
   /** Opened client key for mTLS (the PEM, never stored in plain text). */
@@ -28,7 +30,7 @@ export interface HttpSender {
   send(target: SendTarget, headers: Record<string, string>, body: Buffer): Promise<SendResult>;
   /**
    * `send`, once `clear` lets the request go: asked inside the request's destination slot,
-   * after any wait for it, before it takes an overall slot and leaves, with that instant
+   * after any wait for it, before it takes a tenant and an overall slot and leaves, with that instant
    * (ms epoch; the signature is stamped with the same). A non-null answer is a refusal:
    * nothing is sent, the slot is freed, and the answer is returned.
    */
@@ -52,18 +54,25 @@ export interface HttpSenderOptions {
   guard: SsrfGuard;
   responseBodyLimit: number;
   maxInFlight: number;
+  /**
+   * Fractions of `maxInFlight` one destination and one tenant may hold
+   * (DELIVERER_DESTINATION_MAX_SHARE, DELIVERER_TENANT_MAX_SHARE); none: no bound but
+   * `max_concurrency` and `maxInFlight`.
+   */
+  shares?: Shares;
   /** Connection pools kept at most; the least recently used is closed beyond it. */
   maxPools?: number;
 }
 
 /**
  * undici `Pool`s (keep-alive, connection reuse) per destination and origin, bounded by
- * each destination's `max_concurrency` and an overall in-flight limit. Redirects are never
+ * each destination's `max_concurrency` (at most its share of the overall limit), its
+ * tenant's share and an overall in-flight limit (ConcurrencyLimits). Redirects are never
  * followed: a 3xx is a failed attempt of kind `redirect`.
  */
 export function createHttpSender(opts: HttpSenderOptions): HttpSender {
   const pools = new Map<string, Pool>();
-  const limits = new ConcurrencyLimits(opts.maxInFlight);
+  const limits = new ConcurrencyLimits(opts.maxInFlight, opts.shares);
   const maxPools = opts.maxPools ?? 1000;
   const tlsAlerts = createTlsAlertTracker();
   // Parsing a destination URL (and its userinfo) for every request was a cost of its own in
@@ -143,17 +152,19 @@ export function createHttpSender(opts: HttpSenderOptions): HttpSender {
   };
 
   return {
-    send: (t, headers, body) => limits.run(t.destinationId, t.settings.maxConcurrency, () => attempt(t, headers, body, Date.now())),
-    // Cleared in the destination's slot, before an overall one is taken: the clearance may
-    // wait on Redis (a rate token), and a stalled Redis must not hold the slots every other
-    // destination needs. The request is stamped with the instant it was cleared (the
-    // second its rate token came from); it leaves once an overall slot is free, at once
-    // unless DELIVERER_MAX_IN_FLIGHT requests are out.
+    send: (t, headers, body) => limits.run(t.destinationId, t.settings.maxConcurrency, () => attempt(t, headers, body, Date.now()), t.tenantId),
+    // Cleared in the destination's slot, before a tenant's or an overall one is taken: the
+    // clearance may wait on Redis (a rate token), and a stalled Redis must not hold the
+    // slots other destinations need. The destination's slots are at most its share of the
+    // overall limit, so a backlog waiting for them holds nothing shared either. The request
+    // is stamped with the instant it was cleared (the second its rate token came from); it
+    // leaves once a slot of its tenant and an overall one are free, at once unless its
+    // tenant has its share out or DELIVERER_MAX_IN_FLIGHT requests are out.
     sendWhenClear: (t, headers, body, clear) =>
       limits.inDestination(t.destinationId, t.settings.maxConcurrency, async () => {
         const now = Date.now();
         const refused = await clear(now);
-        return refused === null ? { sent: await limits.inOverall(() => attempt(t, headers, body, now)) } : { refused };
+        return refused === null ? { sent: await limits.inOverall(() => attempt(t, headers, body, now), t.tenantId, t.destinationId) } : { refused };
       }),
     async close() {
       const all = [...pools.values()];
