@@ -164,12 +164,12 @@ test('an expired delivery created long ago, retried while its destination is sti
   // The retry: held again, from now.
   expect(await retryEvent(retryDeps(), h.tenantId, d!.eventId)).toEqual([d!.deliveryId]);
   const retried = await h.row(d!.deliveryId);
-  expect(retried).toMatchObject({ stored_status: 'pending', held: true });
+  expect(retried).toMatchObject({ stored_status: 'replaying', held: true });
   expect(recent(retried.held_since)).toBe(true);
 
   // The janitor again: the retry holds, as it reported.
   expect(await expire()).toMatchObject({ held: 0 });
-  expect(await h.row(d!.deliveryId)).toMatchObject({ stored_status: 'pending', held: true });
+  expect(await h.row(d!.deliveryId)).toMatchObject({ stored_status: 'replaying', held: true });
   expect(await queued()).not.toContain(d!.deliveryId);
 });
 
@@ -195,7 +195,7 @@ test('an expired delivery retried while the destination is still DISABLED is hel
   expect((await h.row(d!.deliveryId)).stored_status).toBe('exhausted');
 
   expect(await retryEvent(retryDeps(), h.tenantId, d!.eventId)).toEqual([d!.deliveryId]);
-  expect(await h.row(d!.deliveryId)).toMatchObject({ stored_status: 'pending', held: true });
+  expect(await h.row(d!.deliveryId)).toMatchObject({ stored_status: 'replaying', held: true });
   expect(await queued()).not.toContain(d!.deliveryId);
 
   await changeState(app, 'destination', h.tenantId, dst.id, 'enable');

@@ -124,7 +124,7 @@ test('retry into a DISABLED destination stores held; into an ACTIVE one, not', a
   const deps = { pool: h.db.pool, producer: h.deps.producer, logger, pools: new Map<string, string>() };
   expect(await retryEvent(deps, h.tenantId, a.eventId)).toEqual([a.deliveryId]);
   expect(await retryEvent(deps, h.tenantId, b.eventId)).toEqual([b.deliveryId]);
-  expect((await flags([a.deliveryId]))[a.deliveryId]).toMatchObject({ held: true, status: 'pending' });
+  expect((await flags([a.deliveryId]))[a.deliveryId]).toMatchObject({ held: true, status: 'replaying' }); // out of the DLQ
   await stampedNow(a.deliveryId);
   expect((await flags([b.deliveryId]))[b.deliveryId]).toMatchObject({ held: false, held_since: null });
 });

@@ -45,7 +45,7 @@ describe('retry and the destination and flow states', () => {
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ event_id: evt, retried: 2 });
     expect([...res.body.delivery_ids].sort()).toEqual([a, d].sort());
-    expect(await status(a)).toBe('pending');
+    expect(await status(a)).toBe('replaying'); // out of the DLQ (SPEC.md: re-queued from the DLQ for retry)
     expect(await status(d)).toBe('pending');
     for (const id of [gone, off, flowDeleted]) expect(await status(id)).toBe('exhausted');
     const queued = await queuedDeliveryIds();

@@ -50,7 +50,7 @@ const replayBody = {
 };
 
 async function retryReply(ctx: RequestContext, eventId: string) {
-  const ids = (await retryEvent(replayDepsOf(ctx.app), ctx.tenantId, eventId)).map((r) => r.id);
+  const ids = await retryEvent(replayDepsOf(ctx.app), ctx.tenantId, eventId);
   return { status: 202, body: { event_id: eventId, retried: ids.length, delivery_ids: ids } };
 }
 

@@ -87,7 +87,12 @@ export interface Retried {
   status: 'pending' | 'replaying';
 }
 
-export async function retryEvent(app: ReplayDeps, tenantId: string, eventId: string): Promise<Retried[]> {
+export async function retryEvent(app: ReplayDeps, tenantId: string, eventId: string): Promise<string[]> {
+  return (await retryEventDeliveries(app, tenantId, eventId)).map((r) => r.id);
+}
+
+/** retryEvent, with the status each re-queued delivery now has. */
+export async function retryEventDeliveries(app: ReplayDeps, tenantId: string, eventId: string): Promise<Retried[]> {
   const { rows: evt } = await app.pool.query('SELECT 1 FROM events WHERE id = $1 AND tenant_id = $2', [eventId, tenantId]);
   if (!evt.length) throw AppError.notFound('event');
   let rows = await retryOnce(app, tenantId, eventId);

@@ -1,14 +1,14 @@
 import * as z from 'zod';
 import { AppError } from '@hookline/errors';
 import { changeState, type Transition } from '../../lifecycle/lifecycle';
-import { replayOne, retryEvent } from '../../replay/replay.service';
+import { replayOne, retryEventDeliveries } from '../../replay/replay.service';
 import { apiContextOf, type McpContext } from '../mcp-deps';
 import { defineTool, idOf, type AnyTool } from './tool-def';
 
 // Retry and replay are the REST API's own (replay.service), so both surfaces refuse and
 // accept the same deliveries for the same reasons.
 async function retry(ctx: McpContext, eventId: string): Promise<Record<string, unknown>> {
-  const retried = [...(await retryEvent(ctx.deps, ctx.principal.tenantId, eventId))].sort((a, b) => (a.id < b.id ? -1 : 1));
+  const retried = [...(await retryEventDeliveries(ctx.deps, ctx.principal.tenantId, eventId))].sort((a, b) => (a.id < b.id ? -1 : 1));
   return { event_id: eventId, delivery_ids: retried.map((r) => r.id), deliveries: retried.map((r) => ({ delivery_id: r.id, status: r.status })) };
 }
 
