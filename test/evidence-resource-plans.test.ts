@@ -4,9 +4,9 @@
 // first, or one deep in the list) reads a few hundred rows at most, however many receipts
 // the resource has. A flow's page reads its deliveries through deliveries_flow_id_id_idx
 // (migration 20261203000000_deliveries_flow_id_index), whatever destinations they went to.
-import type { Pool } from '@hookline/db';
 import { evidenceFor } from '@hookline/evidence';
 import { createTestDatabase, seedTenant, type TestDatabase } from '@hookline/testing';
+import { analysingPool, planReads, type PlanReads } from './support/plan-reads';
 
 let db: TestDatabase;
 let tenantId: string;
@@ -54,40 +54,12 @@ afterAll(async () => {
   await db.drop();
 });
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Index Recheck'?: number;
-  Plans?: PlanNode[];
-}
-
 /** Runs the statement evidenceFor sends for this id (and cursor) under EXPLAIN ANALYZE: its answer and the rows it read per table. */
-async function readsOf(id: string, cursor: string | null): Promise<{ rows: number; seqScans: string[]; reads: Record<string, number> }> {
-  let top: (PlanNode & { rows?: number }) | undefined;
-  const analysing = {
-    query: async (sql: string, params: unknown[]) => {
-      const { rows } = await db.pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
-      top = rows[0]!['QUERY PLAN'][0].Plan;
-      return { rows: [] };
-    },
-  } as unknown as Pool;
-  await evidenceFor(analysing, tenantId, id, 21, cursor);
-  const reads: Record<string, number> = {};
-  const seqScans: string[] = [];
-  const walk = (n: PlanNode): void => {
-    const table = n['Relation Name'];
-    if (table && ['evidence_receipts', 'events', 'deliveries'].includes(table)) {
-      if (n['Node Type'] === 'Seq Scan') seqScans.push(table);
-      reads[table] = (reads[table] ?? 0) + (n['Actual Rows'] + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0)) * n['Actual Loops'];
-    }
-    n.Plans?.forEach(walk);
-  };
-  expect(top).toBeDefined();
-  walk(top!);
-  return { rows: top!['Actual Rows'], seqScans, reads };
+async function readsOf(id: string, cursor: string | null): Promise<PlanReads> {
+  const analysing = analysingPool(db.pool);
+  await evidenceFor(analysing.pool, tenantId, id, 21, cursor);
+  expect(analysing.plan()).toBeDefined();
+  return planReads(analysing.plan()!, ['evidence_receipts', 'events', 'deliveries']);
 }
 
 // The resource's receipts in the documented order (the statement's own order, written out

@@ -10,6 +10,7 @@ import { evidenceFor, evidenceKey, startEvidenceSealer, SWEEP_EVERY_MS } from '@
 import { createTestDatabase, type TestDatabase } from '@hookline/testing';
 import { MISSING_SQL } from '../packages/evidence/src/issue-receipts';
 import { attemptMaker, type AttemptMaker } from './evidence-attempts';
+import { explainAnalyze, planReads } from './support/plan-reads';
 
 const key = evidenceKey('test-secrets-key-0123456789abcdef');
 const logger = createLogger('evidence-test', 'error');
@@ -137,15 +138,6 @@ test('the backstop reads a bounded number of attempt ids per step and goes round
   }
 });
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
-
 test("a backstop step reads its range of attempt ids and the same range of receipts by index, not the tables", async () => {
   // 60,000 more attempts of one delivery (ids att_00…, before every minted one), all but one in 100 with a receipt.
   const one = await maker.attempt();
@@ -162,18 +154,7 @@ test("a backstop step reads its range of attempt ids and the same range of recei
   );
   await db.pool.query('ANALYZE delivery_attempts');
   await db.pool.query('ANALYZE evidence_receipts');
-  const { rows } = await db.pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${MISSING_SQL}`, ['att_0000020000', 2_000]);
-  const reads: Record<string, number> = {};
-  const seqScans: string[] = [];
-  const walk = (n: PlanNode): void => {
-    const table = n['Relation Name'];
-    if (table) {
-      if (n['Node Type'] === 'Seq Scan') seqScans.push(table);
-      reads[table] = (reads[table] ?? 0) + (n['Actual Rows'] + (n['Rows Removed by Filter'] ?? 0)) * n['Actual Loops'];
-    }
-    n.Plans?.forEach(walk);
-  };
-  walk(rows[0]!['QUERY PLAN'][0].Plan);
+  const { seqScans, reads } = planReads(await explainAnalyze(db.pool, MISSING_SQL, ['att_0000020000', 2_000]));
   expect({ seqScans, attempts: reads['delivery_attempts']! <= 2_000, receipts: reads['evidence_receipts']! <= 2_000, reads }).toEqual({ seqScans: [], attempts: true, receipts: true, reads });
   const { rows: answer } = await db.pool.query<{ last: string; n: number; missing: string[] }>(MISSING_SQL, ['att_0000020000', 2_000]);
   expect(answer[0]).toEqual({ last: 'att_0000022000', n: 2_000, missing: Array.from({ length: 20 }, (_, i) => `att_000002${(100 + 100 * i).toString().padStart(4, '0')}`) });
