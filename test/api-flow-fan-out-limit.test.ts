@@ -46,3 +46,16 @@ it('a create or a move past the limit is 409 flow_limit_reached and writes nothi
   expect((await h.call('POST', base, flow('f4'))).status).toBe(201);
   expect(await count()).toBe(3);
 });
+
+it('an ingester already past the limit (flows from before it) keeps its flows editable; only a move onto it is refused', async () => {
+  const t = await h.tenant();
+  const p = await createPipeline(h, t.tenantId, t.apiKey);
+  const base = `/v1/tenants/${t.tenantId}/delivery-flows`;
+  // Three more written directly, as an older release allowed: 4 flows, limit 3.
+  for (let i = 0; i < 3; i++) {
+    await h.db.pool.query(`INSERT INTO delivery_flows (id, tenant_id, name, ingester_id, destination_id, updated_at) VALUES ($1, $2, $3, $4, $5, now())`, [`flw_old${i}${Date.now()}`, t.tenantId, `old-${i}`, p.ingesterId, p.destinationId]);
+  }
+  const edit = await h.call('PUT', `${base}/${p.flowId}`, { key: t.apiKey, body: { name: 'renamed', endpoint: p.ingesterId, target: p.destinationId, filter: { event_types: ['a'] } } });
+  expect([edit.status, edit.body.name]).toEqual([200, 'renamed']);
+  expect((await h.call('POST', base, { key: t.apiKey, body: { name: 'one-more', endpoint: p.ingesterId, target: p.destinationId } })).body.reason_code).toBe('flow_limit_reached');
+});

@@ -36,6 +36,9 @@ test('deletes idempotency records past expiry + 1 h and rejections past retentio
   expect(ids).toEqual(young.map((q) => q.rows[0].id).sort());
   expect(ids).not.toEqual(expect.arrayContaining([old[0]!.rows[0].id]));
 
+  // A retention longer than the epoch keeps every rejection (its cut-off is no id).
+  expect(await purgeExpired(db.pool, { rejectionRetentionMs: 100 * 365 * DAY })).toEqual({ idempotency_records: 0, ingest_rejections: 0 });
+  expect((await db.pool.query('SELECT count(*)::int AS n FROM ingest_rejections')).rows[0].n).toBe(3);
   // A run with nothing to do deletes nothing; maxBatches bounds one run.
   expect(await purgeExpired(db.pool, { rejectionRetentionMs: 30 * DAY })).toEqual({ idempotency_records: 0, ingest_rejections: 0 });
   for (let i = 0; i < 6; i++) await record(`more-${i}`, '-3 hours');

@@ -61,6 +61,7 @@ export const delivererEnv = {
     type: 'integer',
     default: 30 * DAY_MS,
     minimum: 1,
+    maximum: 100 * 365 * DAY_MS,
     description: 'ingest rejections (refused inbound requests: bad signature, allowlist, header rules) are kept this long, then deleted by the purge',
   },
   HELD_RETENTION_MS: {

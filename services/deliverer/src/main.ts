@@ -2,7 +2,7 @@
 // recovery sweep, DLQ purge and janitor (woken by deletes that left it work) -> health server
 // and metrics -> graceful drain on SIGTERM.
 import { ConfigError, loadConfig } from '@hookline/config';
-import { createPool, withTryLock } from '@hookline/db';
+import { createPool } from '@hookline/db';
 import { closeServer, onShutdownSignal, startHealthServer } from '@hookline/http';
 import { createLogger } from '@hookline/logger';
 import { createObservability, instrumentPool, instrumentRedis, sendMetrics, startQueueSampler } from '@hookline/observability';
@@ -65,9 +65,12 @@ async function main(): Promise<void> {
   const purge = every(config.PURGE_INTERVAL_MS, 'dlq purge', logger, async () => {
     const r = await purgeDlq(pool, { retentionMs: config.DLQ_RETENTION_MS });
     if (r?.deliveries) logger.info('purged expired DLQ entries', { ...r });
-    // One replica at a time (the others get null), in one transaction.
-    const expired = await withTryLock(pool, 'hookline-deliverer-purge-expired', (client) => purgeExpired(client, { rejectionRetentionMs: config.INGEST_REJECTION_RETENTION_MS }));
-    if (expired && (expired.idempotency_records || expired.ingest_rejections)) logger.info('purged expired idempotency records and old ingest rejections', { ...expired });
+    // Each batch commits on its own: a transaction over the whole run would hold its rows'
+    // locks, and ingest taking over an expired key would wait for all of it. Replicas may run
+    // it at once: expired records are locked SKIP LOCKED, and a rejection another replica
+    // deletes first is simply not there any more.
+    const expired = await purgeExpired(pool, { rejectionRetentionMs: config.INGEST_REJECTION_RETENTION_MS });
+    if (expired.idempotency_records || expired.ingest_rejections) logger.info('purged expired idempotency records and old ingest rejections', { ...expired });
   });
   const janitorRun = createJanitor(pool, { heldRetentionMs: config.HELD_RETENTION_MS });
   const janitor = every(config.JANITOR_INTERVAL_MS, 'janitor', logger, async () => {

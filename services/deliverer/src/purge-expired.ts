@@ -40,7 +40,8 @@ export async function purgeExpired(pool: Pick<Pool, 'query'>, o: PurgeExpiredOpt
   const batch = o.batch ?? 5_000;
   const maxBatches = o.maxBatches ?? 20;
   // Every rejection id minted before the cut-off sorts below `rej_<its time part>`.
-  const cutoff = `rej_${idTime((o.now ?? Date.now()) - o.rejectionRetentionMs)}`;
+  // A retention longer than the epoch keeps everything (idTime of a negative time is no id).
+  const cutoff = `rej_${idTime(Math.max(0, (o.now ?? Date.now()) - o.rejectionRetentionMs))}`;
   const run = async (sql: string, params: unknown[]): Promise<number> => {
     let total = 0;
     for (let i = 0; i < maxBatches; i++) {

@@ -43,6 +43,8 @@ export interface EventBatcher {
 
 /** SQLSTATE classes of a statement refused for what a row holds: data exception, integrity constraint, program limit (e.g. an index row too large). */
 const ROW_ERROR_CLASSES = new Set(['22', '23', '54']);
+/** Single-event writes at once when a batch is written again event by event. */
+const ROW_RETRY_PARALLEL = 4;
 const isRowError = (err: unknown): boolean => ROW_ERROR_CLASSES.has(String((err as { code?: unknown }).code ?? '').slice(0, 2));
 
 export const unavailable = (): AppError => new AppError('service-unavailable', 'Events cannot be stored right now; retry later.', {}, { 'retry-after': '1' });
@@ -124,7 +126,9 @@ export function createEventBatcher(deps: BatcherDeps, opts: BatcherOptions): Eve
     } catch (err) {
       if (batch.length === 1 || !isRowError(err)) throw err;
       deps.logger.warn('event batch refused for one of its rows; writing its events one by one', { events: batch.length, error: (err as Error).message });
-      const each = await Promise.allSettled(batch.map((w) => writeEach([w])));
+      // A few at a time: the batch's 500 statements at once would take the pool from every other flush.
+      const each: PromiseSettledResult<WriteOutcome[]>[] = [];
+      for (let i = 0; i < batch.length; i += ROW_RETRY_PARALLEL) each.push(...(await Promise.allSettled(batch.slice(i, i + ROW_RETRY_PARALLEL).map((w) => writeEach([w])))));
       return each.map((r, i) => {
         if (r.status === 'fulfilled') return r.value[0]!;
         deps.logger.error('event not stored', { event_id: batch[i]!.event.eventId, error: (r.reason as Error).message });

@@ -95,10 +95,13 @@ export async function updateFlow(app: AppContext, tenantId: string, id: string, 
   const refs = references(body);
   const row = await app.prisma.$transaction(async (tx) => {
     await lockNames(tx, 'flow', tenantId);
-    if (!(await tx.deliveryFlow.count({ where: { id, tenantId, state: { not: 'DELETED' } } }))) throw AppError.notFound('flow');
+    const current = await tx.deliveryFlow.findFirst({ where: { id, tenantId, state: { not: 'DELETED' } }, select: { ingesterId: true } });
+    if (!current) throw AppError.notFound('flow');
     await assertReferences(tx, tenantId, refs.ingesterId, refs.destinationId);
     if (await tx.deliveryFlow.count({ where: { tenantId, name: body.name, state: { not: 'DELETED' }, id: { not: id } } })) throw duplicateName('flow', body.name);
-    await assertFanOut(tx, app, tenantId, refs.ingesterId, id);
+    // Only a move adds to an ingester's fan-out: an edit of a flow that stays keeps working
+    // on an ingester already past the limit (one from before it, or a lowered limit).
+    if (current.ingesterId !== refs.ingesterId) await assertFanOut(tx, app, tenantId, refs.ingesterId, id);
     return tx.deliveryFlow.update({ where: { id }, data: { name: body.name, ingesterId: refs.ingesterId, destinationId: refs.destinationId, filter: refs.filter as object } });
   });
   await announce(app, { kind: 'flow', id, tenantId });
