@@ -3,12 +3,9 @@
 // event (the ingester's and every flow's) share one budget, EVENT_STEP_BUDGET; an event that
 // spends it fails closed, as a filter over its own budget does.
 import { LIMITS } from '../packages/filters/src';
-import type { Pool } from '@hookline/db';
 import type { TestDatabase } from '@hookline/testing';
-import type { ActiveFlow, IngesterFlows } from '../services/router/src/flow-cache';
-import { FlowCache } from '../services/router/src/flow-cache';
 import { EVENT_STEP_BUDGET, routeEvents, type RouteDeps } from '../services/router/src/route-events';
-import { deliveriesOf, eventState, insertDestination, insertEvent, insertFlow, insertIngester, openRouterTest, type RouterTestContext } from './router-fixtures';
+import { deliveriesOf, eventState, ingesterWithFlows, insertEvent, openRouterTest, routeDepsOf, WatchedFlowCache, type RouterTestContext } from './router-fixtures';
 
 let t: RouterTestContext;
 let db: TestDatabase;
@@ -18,41 +15,15 @@ let tenantId: string;
 beforeAll(async () => {
   t = await openRouterTest('rbudget');
   ({ db, tenantId } = t);
-  deps = { pool: db.pool, producer: t.producer, flows: new FlowCache(db.pool, 0), logger: t.logger };
+  deps = routeDepsOf(t);
 });
 
 afterAll(() => t.close());
 
-/** A flow cache whose flows' filters write `eval` to `log` each time they run. */
-class WatchedFlowCache extends FlowCache {
-  constructor(pool: Pool, private readonly log: string[]) {
-    super(pool, 0);
-  }
-
-  override async lookup(tenantOf: Map<string, string>): Promise<Map<string, IngesterFlows>> {
-    const out = new Map<string, IngesterFlows>();
-    for (const [id, e] of await super.lookup(tenantOf)) {
-      const flows = e.flows.map((f): ActiveFlow => {
-        const filter = f.filter;
-        return { ...f, filter: { ...filter, acceptsType: (ty) => filter.acceptsType(ty), matches: (doc, budget) => (this.log.push('eval'), filter.matches(doc, budget)) } };
-      });
-      out.set(id, { ...e, flows });
-    }
-    return out;
-  }
-}
-
-async function ingesterWithFlows(...filters: unknown[]): Promise<{ ingesterId: string; flowIds: string[] }> {
-  const ingesterId = await insertIngester(db.pool, tenantId);
-  const flowIds: string[] = [];
-  for (const filter of filters) flowIds.push(await insertFlow(db.pool, { tenantId, ingesterId, destinationId: await insertDestination(db.pool, tenantId), filter }));
-  return { ingesterId, flowIds };
-}
-
 describe('router: filter evaluation and the event loop', () => {
   it('gives the event loop a turn while it evaluates a batch (a setImmediate callback runs between two filter runs)', async () => {
     const log: string[] = [];
-    const { ingesterId } = await ingesterWithFlows({ match: { 'body.kind': 'wanted' } });
+    const { ingesterId } = await ingesterWithFlows(t, [{ match: { 'body.kind': 'wanted' } }]);
     const ids: string[] = [];
     for (let i = 0; i < 200; i++) ids.push(await insertEvent(db.pool, { tenantId, ingesterId, body: JSON.stringify({ kind: i % 2 ? 'wanted' : 'other' }) }));
     // Everything else the process has to do: health checks, lock renewals, pub/sub.
@@ -63,7 +34,7 @@ describe('router: filter evaluation and the event loop', () => {
     };
     setImmediate(tick);
 
-    const out = await routeEvents({ ...deps, flows: new WatchedFlowCache(db.pool, log) }, { eventIds: ids });
+    const out = await routeEvents({ ...deps, flows: new WatchedFlowCache(db.pool, log, () => 'eval') }, { eventIds: ids });
     running = false;
 
     expect(out).toMatchObject({ routed: 200, unmatched: 100 });
@@ -85,10 +56,10 @@ describe('router: one evaluation budget per event, shared by all its filters', (
     // At least one filter's own budget, less than three of the filters below.
     expect(EVENT_STEP_BUDGET).toBeGreaterThanOrEqual(LIMITS.maxSteps);
     expect(EVENT_STEP_BUDGET).toBeLessThan(3 * 70_000);
-    const two = await ingesterWithFlows(heavy, heavy);
-    const three = await ingesterWithFlows(heavy, heavy, heavy);
-    const threeAndAll = await ingesterWithFlows(heavy, heavy, heavy, {});
-    const gatedTwo = await ingesterWithFlows(heavy, heavy);
+    const two = await ingesterWithFlows(t, [heavy, heavy]);
+    const three = await ingesterWithFlows(t, [heavy, heavy, heavy]);
+    const threeAndAll = await ingesterWithFlows(t, [heavy, heavy, heavy, {}]);
+    const gatedTwo = await ingesterWithFlows(t, [heavy, heavy]);
     await db.pool.query(`UPDATE ingesters SET filters = $2::jsonb WHERE id = $1`, [gatedTwo.ingesterId, JSON.stringify(heavy)]);
     const e2 = await insertEvent(db.pool, { tenantId, ingesterId: two.ingesterId, body });
     const e3 = await insertEvent(db.pool, { tenantId, ingesterId: three.ingesterId, body });

@@ -3,6 +3,8 @@ import { newId, type Pool } from '@hookline/db';
 import { createLogger, type Logger } from '@hookline/logger';
 import { createProducer, createRedis, type JobData, type Producer, type QueueName, type Redis } from '@hookline/queues';
 import { createTestDatabase, flushPrefix, seedTenant, uniquePrefix, type TestDatabase } from '@hookline/testing';
+import { FlowCache, type ActiveFlow, type IngesterFlows } from '../services/router/src/flow-cache';
+import type { RouteDeps } from '../services/router/src/route-events';
 
 type State = 'DRAFT' | 'ACTIVE' | 'DISABLED' | 'DELETED';
 
@@ -109,4 +111,51 @@ export async function openRouterTest(label: string): Promise<RouterTestContext> 
       await db.drop();
     },
   };
+}
+
+/** routeEvents' deps on the test's schema and queues, with a flow cache that keeps nothing. */
+export function routeDepsOf(t: RouterTestContext): RouteDeps {
+  return { pool: t.db.pool, producer: t.producer, flows: new FlowCache(t.db.pool, 0), logger: t.logger };
+}
+
+/**
+ * An ingester of the test's tenant (`provider`, default generic) with one ACTIVE flow to its
+ * own ACTIVE destination per filter given (one without a filter when none is).
+ */
+export async function ingesterWithFlows(t: RouterTestContext, filters: unknown[] = [undefined], provider = 'generic'): Promise<{ ingesterId: string; flowIds: string[] }> {
+  const ingesterId = await insertIngester(t.db.pool, t.tenantId, provider);
+  const flowIds: string[] = [];
+  for (const filter of filters) {
+    const destinationId = await insertDestination(t.db.pool, t.tenantId);
+    flowIds.push(await insertFlow(t.db.pool, { tenantId: t.tenantId, ingesterId, destinationId, ...(filter === undefined ? {} : { filter }) }));
+  }
+  return { ingesterId, flowIds };
+}
+
+/** An ingester of the test's tenant with one ACTIVE flow to an ACTIVE destination; its id. */
+export async function ingesterWithFlow(t: RouterTestContext): Promise<string> {
+  return (await ingesterWithFlows(t)).ingesterId;
+}
+
+/** A flow cache (caching nothing) whose flows' filters write `entry(flow id)` to `log` each time they run. */
+export class WatchedFlowCache extends FlowCache {
+  constructor(
+    pool: Pool,
+    private readonly log: string[],
+    private readonly entry: (flowId: string) => string = (id) => `eval:${id}`,
+  ) {
+    super(pool, 0);
+  }
+
+  override async lookup(tenantOf: Map<string, string>): Promise<Map<string, IngesterFlows>> {
+    const out = new Map<string, IngesterFlows>();
+    for (const [id, e] of await super.lookup(tenantOf)) {
+      const flows = e.flows.map((f): ActiveFlow => {
+        const filter = f.filter;
+        return { ...f, filter: { ...filter, acceptsType: (ty) => filter.acceptsType(ty), matches: (doc, budget) => (this.log.push(this.entry(f.id)), filter.matches(doc, budget)) } };
+      });
+      out.set(id, { ...e, flows });
+    }
+    return out;
+  }
 }

@@ -2,12 +2,10 @@
 // reads headers, query or body, and then in chunks bounded by bytes, one at a time: a
 // backlog of large bodies read in one query, for filters that looked only at the event
 // type, ran it out of memory.
-import type { ActiveFlow, IngesterFlows } from '../services/router/src/flow-cache';
-import { FlowCache } from '../services/router/src/flow-cache';
-import { routeEvents, type RouteDeps } from '../services/router/src/route-events';
 import type { Pool } from '@hookline/db';
+import { routeEvents, type RouteDeps } from '../services/router/src/route-events';
 import type { TestDatabase } from '@hookline/testing';
-import { deliveriesOf, eventState, insertDestination, insertEvent, insertFlow, insertIngester, openRouterTest, type RouterTestContext } from './router-fixtures';
+import { deliveriesOf, eventState, ingesterWithFlows, insertEvent, openRouterTest, routeDepsOf, WatchedFlowCache, type RouterTestContext } from './router-fixtures';
 
 let t: RouterTestContext;
 let db: TestDatabase;
@@ -17,7 +15,7 @@ let tenantId: string;
 beforeAll(async () => {
   t = await openRouterTest('rpayload');
   ({ db, tenantId } = t);
-  deps = { pool: db.pool, producer: t.producer, flows: new FlowCache(db.pool, 0), logger: t.logger };
+  deps = routeDepsOf(t);
 });
 
 afterAll(() => t.close());
@@ -53,40 +51,14 @@ function watchedPool(log: string[] = []): { pool: Pool; reads: PayloadRead[] } {
   return { pool, reads };
 }
 
-/** A flow cache whose flows' filters write `eval:<flow id>` to `log` each time they run. */
-class WatchedFlowCache extends FlowCache {
-  constructor(pool: Pool, private readonly log: string[]) {
-    super(pool, 0);
-  }
-
-  override async lookup(tenantOf: Map<string, string>): Promise<Map<string, IngesterFlows>> {
-    const out = new Map<string, IngesterFlows>();
-    for (const [id, e] of await super.lookup(tenantOf)) {
-      const flows = e.flows.map((f): ActiveFlow => {
-        const filter = f.filter;
-        return { ...f, filter: { ...filter, acceptsType: (ty) => filter.acceptsType(ty), matches: (doc, budget) => (this.log.push(`eval:${f.id}`), filter.matches(doc, budget)) } };
-      });
-      out.set(id, { ...e, flows });
-    }
-    return out;
-  }
-}
-
-async function ingesterWithFlows(...filters: unknown[]): Promise<{ ingesterId: string; flowIds: string[] }> {
-  const ingesterId = await insertIngester(db.pool, tenantId, 'stripe');
-  const flowIds: string[] = [];
-  for (const filter of filters) flowIds.push(await insertFlow(db.pool, { tenantId, ingesterId, destinationId: await insertDestination(db.pool, tenantId), filter }));
-  return { ingesterId, flowIds };
-}
-
 describe('router: stored requests read only when a filter reads them', () => {
   it('filters on the event type or source (flows and the ingester filter) read no stored request at all', async () => {
-    const { ingesterId, flowIds } = await ingesterWithFlows(
+    const { ingesterId, flowIds } = await ingesterWithFlows(t, [
       { event_types: ['invoice.*'] },
       { match: { type: 'invoice.paid', 'source.provider': 'stripe' } },
       { jsonpath: "$.source[?(@.provider == 'stripe')]" },
       { event_types: ['charge.*'] },
-    );
+    ], 'stripe');
     await db.pool.query(`UPDATE ingesters SET filters = $2::jsonb WHERE id = $1`, [ingesterId, JSON.stringify({ event_types: ['invoice.*', 'charge.*'] })]);
     const big = JSON.stringify({ pad: 'x'.repeat(200_000) });
     const invoice = await insertEvent(db.pool, { tenantId, ingesterId, type: 'invoice.paid', body: big });
@@ -102,7 +74,7 @@ describe('router: stored requests read only when a filter reads them', () => {
   });
 
   it('tests event types before reading: only events whose type a body filter accepts have their stored request read', async () => {
-    const { ingesterId, flowIds } = await ingesterWithFlows({ event_types: ['charge.*'], match: { 'body.kind': 'wanted' } });
+    const { ingesterId, flowIds } = await ingesterWithFlows(t, [{ event_types: ['charge.*'], match: { 'body.kind': 'wanted' } }], 'stripe');
     const wrongType = await insertEvent(db.pool, { tenantId, ingesterId, type: 'invoice.paid', body: JSON.stringify({ kind: 'wanted' }) });
     const wanted = await insertEvent(db.pool, { tenantId, ingesterId, type: 'charge.succeeded', body: JSON.stringify({ kind: 'wanted' }) });
     const unwanted = await insertEvent(db.pool, { tenantId, ingesterId, type: 'charge.failed', body: JSON.stringify({ kind: 'other' }) });
@@ -118,7 +90,7 @@ describe('router: stored requests read only when a filter reads them', () => {
 
   it('reads stored requests in chunks of at most payloadChunkBytes (a larger one alone), evaluating each chunk before reading the next', async () => {
     const log: string[] = [];
-    const { ingesterId, flowIds } = await ingesterWithFlows({ match: { 'body.kind': 'wanted' } });
+    const { ingesterId, flowIds } = await ingesterWithFlows(t, [{ match: { 'body.kind': 'wanted' } }], 'stripe');
     const body = (kind: string, size: number): string => {
       const s = JSON.stringify({ kind, pad: '' });
       return JSON.stringify({ kind, pad: 'p'.repeat(size - s.length) });

@@ -5,7 +5,7 @@ import type { JobData } from '@hookline/queues';
 import { newId } from '@hookline/db';
 import type { TestDatabase } from '@hookline/testing';
 import { recoverEvents, type RecoverDeps } from '../services/router/src/recover-events';
-import { insertDestination, insertFlow, insertIngester, openRouterTest, type RouterTestContext } from './router-fixtures';
+import { ingesterWithFlow, openRouterTest, type RouterTestContext } from './router-fixtures';
 
 let t: RouterTestContext;
 let db: TestDatabase;
@@ -17,8 +17,7 @@ beforeAll(async () => {
   t = await openRouterTest('rrecclock');
   ({ db, tenantId } = t);
   deps = { pool: db.pool, producer: t.producer, logger: t.logger };
-  ingesterId = await insertIngester(db.pool, tenantId);
-  await insertFlow(db.pool, { tenantId, ingesterId, destinationId: await insertDestination(db.pool, tenantId) });
+  ingesterId = await ingesterWithFlow(t);
 });
 
 afterAll(() => t.close());

@@ -4,7 +4,7 @@ import { routerEnv } from '../services/router/src/config';
 import { createProducer, createRedis, type JobData } from '@hookline/queues';
 import { freePort, waitFor, type TestDatabase } from '@hookline/testing';
 import { RECOVERY_LOCK, recoverEvents, startRecoverySweeper, type RecoverDeps } from '../services/router/src/recover-events';
-import { insertDestination, insertEvent, insertFlow, insertIngester, openRouterTest, type RouterTestContext } from './router-fixtures';
+import { ingesterWithFlow, insertEvent, openRouterTest, type RouterTestContext } from './router-fixtures';
 
 let t: RouterTestContext;
 let db: TestDatabase;
@@ -16,8 +16,7 @@ beforeAll(async () => {
   t = await openRouterTest('rrecover');
   ({ db, tenantId } = t);
   deps = { pool: db.pool, producer: t.producer, logger: t.logger };
-  ingesterId = await insertIngester(db.pool, tenantId);
-  await insertFlow(db.pool, { tenantId, ingesterId, destinationId: await insertDestination(db.pool, tenantId) });
+  ingesterId = await ingesterWithFlow(t);
 });
 
 afterAll(() => t.close());

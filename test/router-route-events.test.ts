@@ -4,7 +4,7 @@ import { createRedis, onConfigChange, publishConfigChange, type JobData } from '
 import { seedTenant, waitFor, type TestDatabase } from '@hookline/testing';
 import { FlowCache } from '../services/router/src/flow-cache';
 import { routeEvents, type RouteDeps } from '../services/router/src/route-events';
-import { deliveriesOf, eventState, insertDestination, insertEvent, insertFlow, insertIngester, openRouterTest, type RouterTestContext } from './router-fixtures';
+import { deliveriesOf, eventState, insertDestination, insertEvent, insertFlow, insertIngester, openRouterTest, routeDepsOf, type RouterTestContext } from './router-fixtures';
 
 let t: RouterTestContext;
 let db: TestDatabase;
@@ -14,7 +14,7 @@ let tenantId: string;
 beforeAll(async () => {
   t = await openRouterTest('router');
   ({ db, tenantId } = t);
-  deps = { pool: db.pool, producer: t.producer, flows: new FlowCache(db.pool, 0), logger: t.logger };
+  deps = routeDepsOf(t);
 });
 
 afterAll(() => t.close());

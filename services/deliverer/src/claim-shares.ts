@@ -1,4 +1,4 @@
-import { shareOf, type Shares } from './limiter';
+import { ownSlots, shareOf, type Shares } from './limiter';
 
 /** What a claimed delivery is counted by. */
 export interface ShareItem {
@@ -79,10 +79,6 @@ export class ClaimShares {
     this.borrowLimit = this.destinationCap >= o.maxClaimed ? o.maxClaimed : Math.max(0, o.maxClaimed - this.destinationCap - Math.min(o.chunk ?? 100, this.chunkMax));
   }
 
-  /** Requests in flight a destination of this max_concurrency may have (as ConcurrencyLimits.capFor). */
-  inFlightCap(maxConcurrency: number): number {
-    return Math.max(1, Math.min(maxConcurrency, shareOf(this.o.maxInFlight, this.o.shares.destination)));
-  }
 
   /** Held right now by a destination (tests, metrics). */
   heldBy(destinationId: string): number {
@@ -111,7 +107,7 @@ export class ClaimShares {
         continue;
       }
       let due = dueAt.get(destinationId);
-      if (due === undefined) dueAt.set(destinationId, (due = now + this.overDelay(held, this.inFlightCap(item.settings.maxConcurrency))));
+      if (due === undefined) dueAt.set(destinationId, (due = now + this.overDelay(held, ownSlots(item.settings.maxConcurrency, this.o.maxInFlight, this.o.shares.destination))));
       over.push({ item, dueAt: due });
     }
     return { kept, over };

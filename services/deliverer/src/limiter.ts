@@ -56,6 +56,11 @@ export function shareOf(limit: number, fraction: number): number {
   return Math.min(limit, Math.max(Math.floor(fraction * limit), SHARE_FLOOR));
 }
 
+/** The in-flight slots a destination of this `max_concurrency` has as its own: the smaller of it and its share of `maxInFlight`. */
+export function ownSlots(maxConcurrency: number, maxInFlight: number, share: number): number {
+  return Math.max(1, Math.min(maxConcurrency, shareOf(maxInFlight, share)));
+}
+
 /** Fractions of the overall limit one destination and one tenant may hold (1: no bound beyond the overall limit). */
 export interface Shares {
   destination: number;
@@ -144,7 +149,10 @@ export class ConcurrencyLimits {
   /** Requests in flight one tenant may have at most (the overall limit when its share is 1; never below one destination's). */
   readonly tenantCap: number;
 
-  constructor(maxInFlight: number, shares: Shares = { destination: 1, tenant: 1 }) {
+  constructor(
+    maxInFlight: number,
+    private readonly shares: Shares = { destination: 1, tenant: 1 },
+  ) {
     this.destinationCap = shareOf(maxInFlight, shares.destination);
     // A share of the whole limit reserves nothing: one destination may hold every slot.
     this.overall = new SharedSlots(maxInFlight, this.destinationCap >= maxInFlight ? 0 : this.destinationCap);
@@ -153,7 +161,7 @@ export class ConcurrencyLimits {
 
   /** The requests a destination of this `max_concurrency` is sure of here: the smaller of it and the destination's share. */
   capFor(maxConcurrency: number): number {
-    return Math.max(1, Math.min(maxConcurrency, this.destinationCap));
+    return ownSlots(maxConcurrency, this.overall.limit, this.shares.destination);
   }
 
   /** `fn` in a slot of the destination and, within it, one of its tenant's and one of the overall limit. */
