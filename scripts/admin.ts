@@ -3,8 +3,9 @@
 // It creates a tenant, an owner user and an API key with every scope, and prints them as JSON
 // (a generated password too). More users of a tenant, each with a role (owner, admin,
 // member, viewer: the scopes of their sessions, packages/signing/src/roles.ts):
-//   pnpm admin add-user --tenant ten_… --email ana@acme.test --role viewer A password of the operator's own comes from the environment
-// (HOOKLINE_ADMIN_PASSWORD), never from argv (ps, shell history), and is not printed back.
+//   pnpm admin add-user --tenant ten_… --email ana@acme.test --role viewer
+// A password of the operator's own comes from the environment (HOOKLINE_ADMIN_PASSWORD),
+// never from argv (ps, shell history), and is not printed back.
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { loadConfig, baseEnv } from '@hookline/config';
@@ -18,7 +19,9 @@ const USAGE = `usage:
       (a password of your own: HOOKLINE_ADMIN_PASSWORD=…; otherwise one is generated and printed)
   pnpm admin add-user --tenant <tenant_id> --email <email> --role ${USER_ROLES.join('|')}
       (the password as for create-tenant)
-  pnpm admin migrate`;
+  pnpm admin migrate
+An email names one user across all tenants (login takes only the email).
+Use \`pnpm -s admin …\` to get only the JSON on stdout (pnpm prints a banner first otherwise).`;
 
 const NAME_MAX = 200;
 // One address, no spaces, a dot in the domain; no `%` (an SQL pattern character: nobody's address).
@@ -29,6 +32,25 @@ function target(url: string): string {
   const { connectionString, schema } = parseDatabaseUrl(url);
   const u = new URL(connectionString);
   return `${u.hostname}:${u.port || '5432'}${u.pathname} (schema ${schema})`;
+}
+
+/** A usage error: printed with USAGE. */
+class UsageError extends Error {}
+
+/**
+ * The options of a command, or null when it asked for help (USAGE printed). An unknown option
+ * or a stray argument is a usage error, so a typo never runs the command with a default.
+ */
+function options<O extends Record<string, { type: 'string'; default?: string }>>(args: string[], spec: O): { [K in keyof O]?: string } | null {
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return null;
+  }
+  try {
+    return parseArgs({ args, options: spec, strict: true, allowPositionals: false }).values as { [K in keyof O]?: string };
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
 }
 
 // Progress goes to stderr: stdout carries only the result (create-tenant's JSON).
@@ -84,14 +106,15 @@ async function withUserWrite(user: UserInput, write: (client: Client, passwordHa
 }
 
 async function createTenant(args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { name: { type: 'string' }, plan: { type: 'string', default: 'free' }, email: { type: 'string' }, password: { type: 'string' } } });
+  const values = options(args, { name: { type: 'string' }, plan: { type: 'string', default: 'free' }, email: { type: 'string' }, password: { type: 'string' } });
+  if (!values) return;
   const problems: string[] = [];
   const name = values.name?.trim() ?? '';
   if (!name) problems.push('--name is required');
   if (name.length > NAME_MAX) problems.push(`--name must be at most ${NAME_MAX} characters`);
   const user = userInput(values, problems);
   if (!PLANS.includes(values.plan ?? '')) problems.push(`--plan must be one of ${PLANS.join(', ')}`);
-  if (problems.length) throw new Error(`${problems.join('; ')}\n${USAGE}`);
+  if (problems.length) throw new UsageError(problems.join('; '));
   const key = newApiKey();
   const ids = { tenant: newId('ten'), user: newId('usr'), key: newId('key') };
   await withUserWrite(user, async (client, passwordHash) => {
@@ -111,14 +134,15 @@ async function createTenant(args: string[]): Promise<void> {
 }
 
 async function addUser(args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { tenant: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' }, password: { type: 'string' } } });
+  const values = options(args, { tenant: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' }, password: { type: 'string' } });
+  if (!values) return;
   const problems: string[] = [];
   const tenant = values.tenant?.trim() ?? '';
   if (!/^ten_[\w-]{1,100}$/.test(tenant)) problems.push('--tenant must be a tenant id (ten_…)');
   const user = userInput(values, problems);
   const role = values.role ?? '';
   if (!isUserRole(role)) problems.push(`--role must be one of ${USER_ROLES.join(', ')}`);
-  if (problems.length) throw new Error(`${problems.join('; ')}\n${USAGE}`);
+  if (problems.length) throw new UsageError(problems.join('; '));
   const id = newId('usr');
   await withUserWrite(user, async (client, passwordHash) => {
     if (!(await client.query('SELECT 1 FROM tenants WHERE id = $1 FOR SHARE', [tenant])).rowCount) throw new Error(`no tenant ${tenant}`);
@@ -133,6 +157,7 @@ async function main(): Promise<void> {
   if (command === 'create-tenant') return createTenant(rest);
   if (command === 'add-user') return addUser(rest);
   if (command === 'migrate') {
+    if (!options(rest, {})) return;
     const config = loadConfig({ DATABASE_URL: baseEnv.DATABASE_URL });
     progress(`database: ${target(config.DATABASE_URL)}`);
     const applied = await migrate(config.DATABASE_URL, undefined, progress);
@@ -144,10 +169,10 @@ async function main(): Promise<void> {
     if (command === undefined) process.exitCode = 1;
     return;
   }
-  throw new Error(`unknown command "${command}"\n${USAGE}`);
+  throw new UsageError(`unknown command "${command}"`);
 }
 
 main().catch((err: Error) => {
-  console.error(`admin: ${err.message}`);
+  console.error(`admin: ${err.message}${err instanceof UsageError ? `\n${USAGE}` : ''}`);
   process.exit(1);
 });

@@ -61,6 +61,8 @@ async function main(): Promise<void> {
   }
   // Hook URLs the api hands out (and Twilio signatures) name ingest's port, also a moved one.
   env.INGEST_PUBLIC_URL ||= `http://127.0.0.1:${ports.ingest}`;
+  // The discovery documents link to the api under its own public URL: a moved api port too.
+  env.API_PUBLIC_URL ||= `http://127.0.0.1:${ports.api}`;
 
   const children: ChildProcess[] = [];
   let stopping = false;

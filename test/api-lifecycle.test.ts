@@ -160,6 +160,7 @@ describe('duplicate names', () => {
       const dup = await h.call('POST', path, { key: t.apiKey, body: body('same') });
       expect(dup.status).toBe(409);
       expect(dup.body).toMatchObject({ type: 'https://hookline.dev/errors/conflict', errors: [{ field: 'name', message: 'is already used' }] });
+      expect((dup.body as { detail: string }).detail).toMatch(/^(A [^aeiou]|An [aeiou])[\w ]* named "same" already exists/);
       expect((await h.call('POST', path.replace(t.tenantId, u.tenantId), { key: u.apiKey, body: body('same') })).status).toBe(201);
     }
     expect(await h.prisma.ingester.count({ where: { tenantId: t.tenantId } })).toBe(1);

@@ -197,7 +197,7 @@ describe('the checks find broken manifests', () => {
       delete data(find(o, 'Secret', 'hookline-edge')).CLUSTER_KEY;
       delete data(find(o, 'Secret', 'hookline-secrets')).DATABASE_URL;
     }, EXAMPLE);
-    expect(problems.join('\n')).toMatch(/must have required property 'CLUSTER_KEY'/);
+    expect(problems.join('\n')).toMatch(/CLUSTER_KEY is required/);
     expect(problems.join('\n')).toMatch(/DATABASE_URL refers to Secret\/hookline-secrets key DATABASE_URL, which does not exist/);
   });
 

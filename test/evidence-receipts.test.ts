@@ -289,6 +289,7 @@ test('the CLI verifies a bundle file and refuses a tampered one', async () => {
   expect(ok.out).toContain('HMACs checked');
   expect(await cli(good, { SECRETS_KEY: 'not-the-key-that-signed-them' })).toMatchObject({ code: 1, out: expect.stringContaining('receipt_signature failed') });
   expect(await cli(bad)).toMatchObject({ code: 1, out: expect.stringContaining('FAIL') });
+  expect(await cli('--help')).toMatchObject({ code: 0, out: expect.stringContaining('usage: pnpm evidence:verify <file.json>') });
 });
 
 test('the CLI reports a bundle whose shape was tampered with as FAIL, and still checks the others', async () => {

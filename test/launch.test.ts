@@ -257,6 +257,25 @@ describe('pnpm admin', () => {
       await db.drop();
     }
   });
+
+  it('answers --help on each command, and refuses a stray argument or option without touching the database', async () => {
+    const db = freshSchema('admin_usage');
+    try {
+      for (const command of ['create-tenant', 'add-user', 'migrate']) {
+        const help = await run(TSX, ['scripts/admin.ts', command, '--help'], { DATABASE_URL: db.url });
+        expect([command, help.code, help.out.includes('pnpm admin add-user --tenant <tenant_id>')]).toEqual([command, 0, true]);
+      }
+      for (const args of [['migrate', 'now'], ['create-tenant', '--nmae', 'Acme', '--email', 'a@acme.test'], ['create-tenant', 'Acme', '--name', 'Acme', '--email', 'a@acme.test'], ['frobnicate']]) {
+        const r = await run(TSX, ['scripts/admin.ts', ...args], { DATABASE_URL: db.url });
+        expect([args, r.code, r.err.includes('usage:')]).toEqual([args, 1, true]);
+      }
+      // Nothing above ran a migration: the schema has no tables.
+      const { rows } = await sql((c) => c.query(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = $1`, [db.schema]));
+      expect(rows[0].n).toBe(0);
+    } finally {
+      await db.drop();
+    }
+  });
 });
 
 interface StartAll {
@@ -343,6 +362,10 @@ describe('pnpm start (scripts/start-all.ts)', () => {
       const { hook_url: hookUrl } = (await res.json()) as { hook_url: string };
       expect(hookUrl).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${p.INGEST_PORT}/in/ing_`));
       expect((await fetch(hookUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"type":"order.created"}' })).status).toBe(202);
+      // The discovery documents link to the api on its moved port.
+      const discovery = await (await fetch(`http://127.0.0.1:${p.API_PORT}/ai/evidence/v1`)).text();
+      expect(discovery).toContain(`http://127.0.0.1:${p.API_PORT}/`);
+      expect(discovery).not.toContain('127.0.0.1:8080');
 
       // A service that dies is reported, and takes the others down with it.
       const pids = s.pids();

@@ -94,7 +94,7 @@ describe('loadConfig', () => {
   });
 
   it('names a missing required variable', () => {
-    expect(() => loadConfig(schema, {})).toThrow("invalid configuration: NEEDED must have required property 'NEEDED'");
+    expect(() => loadConfig(schema, {})).toThrow('invalid configuration: NEEDED is required');
   });
 
   it('checks that DATABASE_URL and REDIS_URL are URLs of the right kind, and the schema name', () => {

@@ -70,7 +70,7 @@ function parse(v: EnvVar, raw: string): { value: unknown } | { problem: string }
 function describe(e: ErrorObject, schema: EnvSchema): { name: string; message: string } {
   const name = e.instancePath ? e.instancePath.slice(1) : String(e.params['missingProperty'] ?? '');
   const v = schema[name];
-  const message = e.message ?? 'is invalid';
+  const message = e.keyword === 'required' ? `is required${v?.description ? ` (${v.description})` : ''}` : (e.message ?? 'is invalid');
   if (e.keyword === 'enum' && v?.type === 'string' && v.enum) return { name, message: `${message}: ${v.enum.join(', ')}` };
   if (e.keyword === 'pattern' && v?.description) return { name, message: `${message} (${v.description})` };
   return { name, message };

@@ -9,8 +9,13 @@ import { verifyBundles } from './verify-bundles';
  */
 function main(argv: string[]): number {
   const file = argv[0];
+  const usage = 'usage: pnpm evidence:verify <file.json>   (a saved evidence answer; EVIDENCE_KEY or SECRETS_KEY set: HMACs checked too)\n';
+  if (file === '--help' || file === '-h') {
+    process.stdout.write(usage);
+    return 0;
+  }
   if (!file || argv.length > 1) {
-    process.stderr.write('usage: pnpm evidence:verify <file.json>\n');
+    process.stderr.write(usage);
     return 2;
   }
   let doc: unknown;

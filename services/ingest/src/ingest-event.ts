@@ -73,7 +73,7 @@ const conflict = (key: string): AppError =>
   new AppError('idempotency-conflict', 'This Idempotency-Key was already used on this endpoint with a different request body.', { idempotency_key: key });
 
 const activeOnly = (ing: IngesterSettings | null): IngesterSettings => {
-  if (!ing || !ing.active) throw AppError.notFound('ingester');
+  if (!ing || !ing.active) throw new AppError('not-found', 'No ingester with this id accepts events.');
   return ing;
 };
 

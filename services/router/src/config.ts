@@ -11,7 +11,7 @@ export const routerEnv = {
   ROUTER_CONCURRENCY: { type: 'integer', default: 8, minimum: 1, maximum: 256, description: 'route jobs (batches of events) processed at once' },
   FLOW_CACHE_TTL_MS: { type: 'integer', default: 5000, minimum: 0, maximum: MAX_TIMER_MS, description: 'how long the active flows of an ingester are cached; config-change messages drop them sooner' },
   RECOVERY_INTERVAL_MS: { type: 'integer', default: 5000, minimum: 10, maximum: MAX_TIMER_MS, description: 'how often the recovery sweep looks for events a lost route job left behind' },
-  RECOVERY_AFTER_MS: { type: 'integer', default: 30000, minimum: 0, maximum: MAX_TIMER_MS, description: 'an event still validated this long after it was received is routed again' },
+  RECOVERY_AFTER_MS: { type: 'integer', default: 30000, minimum: 0, maximum: MAX_TIMER_MS, description: 'an event still validated this long after it was validated (received, for events written before validated_at existed) is routed again' },
   RECOVERY_BATCH: { type: 'integer', default: 1000, minimum: 1, maximum: 100000, description: 'events re-enqueued per sweep at most' },
   DEDICATED_POOLS: {
     type: 'string',

@@ -21,7 +21,7 @@ export function namesLockKey(kind: ConfigKind, tenantId: string): string {
 }
 
 export function duplicateName(kind: string, name: string): AppError {
-  return new AppError('conflict', `A ${kind} named "${name}" already exists in this tenant.`, { errors: [{ field: 'name', message: 'is already used' }] });
+  return new AppError('conflict', `${/^[aeiou]/i.test(kind) ? 'An' : 'A'} ${kind} named "${name}" already exists in this tenant.`, { errors: [{ field: 'name', message: 'is already used' }] });
 }
 
 /** Tells ingest and router to drop cached configuration (after the commit). */
