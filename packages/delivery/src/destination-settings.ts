@@ -25,11 +25,33 @@ export interface DestinationSettings {
   retryOnStatus: number[] | null;
   rateLimitPerSecond: number | null;
   mtls: MtlsSettings | null;
+  /**
+   * Configured headers left out because their values cannot be sent (HEADER_VALUE_PATTERN):
+   * stored before the API refused such values. Absent when there are none; the sender says
+   * so once (warnUnsendableHeaders).
+   */
+  unsendableHeaders?: string[];
 }
 
 // Headers a destination may not set: hop-by-hop ones (undici refuses them) and the ones
-// the deliverer owns, so that a config cannot forge a signature or the idempotency key.
-const RESERVED_HEADER = /^(host|content-length|content-type|connection|keep-alive|transfer-encoding|te|trailer|upgrade|expect|proxy-.*|traceparent|tracestate|webhook-.*|x-service-.*|x-hookline-.*)$/i;
+// the deliverer owns, so that a config cannot forge a signature or the idempotency key, nor
+// replace the User-Agent every request carries. The API refuses them on write (the same
+// expression); here they are left out of what a stored config sends.
+export const RESERVED_HEADER = /^(host|content-length|content-type|connection|keep-alive|transfer-encoding|te|trailer|upgrade|expect|proxy-.*|traceparent|tracestate|user-agent|webhook-.*|x-service-.*|x-hookline-.*)$/i;
+
+/**
+ * A header value that can be sent: tab, visible ASCII (0x20-0x7e) and 0x80-0xff (obs-text,
+ * sent as one byte each). What undici (and Node's http) accepts: a control character, DEL
+ * or a character beyond U+00FF ('€') makes it throw before anything is sent. The API's
+ * schema refuses other values on write (a JSON Schema pattern, hence a string).
+ */
+export const HEADER_VALUE_PATTERN = '^[\\t\\x20-\\x7e\\x80-\\xff]*$';
+const HEADER_VALUE = new RegExp(HEADER_VALUE_PATTERN);
+
+/** Whether undici can send `v` as a header value (HEADER_VALUE_PATTERN). */
+export function isSendableHeaderValue(v: string): boolean {
+  return HEADER_VALUE.test(v);
+}
 
 const METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
@@ -51,14 +73,44 @@ function retriedStatuses(v: unknown): number[] | null {
   return intList(v, 400, 499) ?? null;
 }
 
-function headerMap(v: unknown): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (!v || typeof v !== 'object' || Array.isArray(v)) return out;
+/**
+ * The headers a stored config sends. Reserved names, malformed names and non-strings are
+ * left out, as ever; so are values undici cannot send (stored before the API refused them):
+ * sending them would throw on every attempt, counted against the destination as if it had
+ * failed. Those are named in `unsendable` so that the sender can say so.
+ */
+function headerMap(v: unknown): { headers: Record<string, string>; unsendable: string[] } {
+  const headers: Record<string, string> = {};
+  const unsendable: string[] = [];
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return { headers, unsendable };
   for (const [k, val] of Object.entries(v as Record<string, unknown>)) {
-    if (typeof val !== 'string' || RESERVED_HEADER.test(k) || !/^[!#$%&'*+.^_`|~0-9a-z-]+$/i.test(k) || /[\r\n\0]/.test(val)) continue;
-    out[k.toLowerCase()] = val;
+    if (typeof val !== 'string' || RESERVED_HEADER.test(k) || !/^[!#$%&'*+.^_`|~0-9a-z-]+$/i.test(k)) continue;
+    if (!HEADER_VALUE.test(val)) unsendable.push(k.toLowerCase());
+    else headers[k.toLowerCase()] = val;
   }
-  return out;
+  return { headers, unsendable };
+}
+
+/** Destinations (and the names of their unsendable headers) already warned about by this process. */
+const warnedUnsendable = new Set<string>();
+
+/**
+ * Once per destination and set of header names (per process), a warning naming the headers
+ * of `settings` left out because their values cannot be sent: the request goes without
+ * them, and the fix is to set them again (the API now refuses such values). Names only,
+ * never values (they may be credentials).
+ */
+export function warnUnsendableHeaders(logger: { warn(msg: string, fields?: Record<string, unknown>): void }, destinationId: string, settings: DestinationSettings): void {
+  const names = settings.unsendableHeaders;
+  if (!names || names.length === 0) return;
+  const key = `${destinationId} ${names.join(' ')}`;
+  if (warnedUnsendable.has(key)) return;
+  if (warnedUnsendable.size >= 10_000) warnedUnsendable.clear();
+  warnedUnsendable.add(key);
+  logger.warn('destination headers left out of its requests: their stored values cannot be sent (a control character, DEL or a character beyond U+00FF); set them again', {
+    destination_id: destinationId,
+    header_names: names,
+  });
 }
 
 function mtls(v: unknown): MtlsSettings | null {
@@ -77,9 +129,10 @@ function mtls(v: unknown): MtlsSettings | null {
 export function destinationSettings(method: string, config: unknown, defaults: DeliveryDefaults): DestinationSettings {
   const c = config && typeof config === 'object' ? (config as Record<string, unknown>) : {};
   const m = method.toUpperCase();
+  const { headers, unsendable } = headerMap(c['headers']);
   return {
     method: METHODS.has(m) ? m : 'POST',
-    headers: headerMap(c['headers']),
+    headers,
     timeoutMs: posInt(c['timeout_ms'], MAX_DESTINATION_TIMEOUT_MS) ?? defaults.timeoutMs,
     maxConcurrency: posInt(c['max_concurrency'], 1000) ?? defaults.maxConcurrency,
     maxAttempts: posInt(c['max_attempts'], 100) ?? defaults.maxAttempts,
@@ -87,5 +140,6 @@ export function destinationSettings(method: string, config: unknown, defaults: D
     retryOnStatus: retriedStatuses(c['retry_on_status']),
     rateLimitPerSecond: posInt(c['rate_limit_per_second'], 1_000_000) ?? null,
     mtls: mtls(c['mtls']),
+    ...(unsendable.length > 0 ? { unsendableHeaders: unsendable } : {}),
   };
 }

@@ -1,6 +1,6 @@
 export * from './wire';
 export { countsAgainstDestination, notSent } from './send-result';
-export { destinationSettings, MAX_DESTINATION_TIMEOUT_MS, type DeliveryDefaults, type DestinationSettings, type MtlsSettings } from './destination-settings';
+export { destinationSettings, HEADER_VALUE_PATTERN, isSendableHeaderValue, MAX_DESTINATION_TIMEOUT_MS, RESERVED_HEADER, warnUnsendableHeaders, type DeliveryDefaults, type DestinationSettings, type MtlsSettings } from './destination-settings';
 export { buildHeaders, childTraceparent, signatureHeaders, type OutboundMessage } from './request-headers';
 export { decide, backoffMs, isRetryable, parseRetryAfter, roundStart, type BackoffPolicy, type Decision, type Round } from './retry-policy';
 export { recordOutcomes, recordOwnedOutcomes, type Outcome, type OwnedOutcomes, type RecordOptions } from './record-outcomes';

@@ -8,12 +8,28 @@ export function isObject(v: unknown): v is JsonObject {
 }
 
 /**
+ * Charges comparing two strings (==, <, $startsWith, …) beyond the step the comparison
+ * already costs: one more per KiB of the shorter string, what a comparison may read of
+ * both. A step is one value visited; without this, comparing two 100 KB strings cost one
+ * step as comparing two short ones did, so a filter comparing them once per element of a
+ * long array ran ~30× longer on the same budget. About one step's CPU per KiB.
+ */
+export function chargeStrings(budget: Budget, a: string, b: string): void {
+  const extra = Math.min(a.length, b.length) >> 10;
+  if (extra > 0) budget.tick(extra);
+}
+
+/**
  * Structural equality of JSON values (no coercion: 1 is not "1"). Integers beyond ±(2^53−1)
  * are bigints (a body's, filter-document.ts; a JSONPath literal's, scanner.ts) and compare
- * exactly (see exactNumber).
+ * exactly (see exactNumber). Two strings cost more the longer they are (chargeStrings).
  */
 export function deepEqual(a: unknown, b: unknown, budget: Budget, depth = 0): boolean {
   budget.tick();
+  if (typeof a === 'string' && typeof b === 'string') {
+    chargeStrings(budget, a, b);
+    return a === b;
+  }
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return (typeof a === 'bigint' || typeof b === 'bigint') && compareExact(a, b) === 0;
   if (depth > LIMITS.maxDocumentDepth) throw new BudgetExceededError('document too deep');
@@ -30,11 +46,16 @@ export function deepEqual(a: unknown, b: unknown, budget: Budget, depth = 0): bo
 
 /**
  * Orders two values when both are numbers or both are strings (strings by code unit, so
- * ISO-8601 timestamps order correctly); anything else is not comparable (undefined).
+ * ISO-8601 timestamps order correctly); anything else is not comparable (undefined). Two
+ * strings are charged to `budget` by their length (chargeStrings); the comparison's own
+ * step is the caller's.
  */
-export function compareValues(a: unknown, b: unknown): number | undefined {
+export function compareValues(a: unknown, b: unknown, budget: Budget): number | undefined {
   if (typeof a === 'number' && typeof b === 'number') return a < b ? -1 : a > b ? 1 : 0;
-  if (typeof a === 'string' && typeof b === 'string') return a < b ? -1 : a > b ? 1 : 0;
+  if (typeof a === 'string' && typeof b === 'string') {
+    chargeStrings(budget, a, b);
+    return a < b ? -1 : a > b ? 1 : 0;
+  }
   if (typeof a === 'bigint' || typeof b === 'bigint') return compareExact(a, b);
   return undefined;
 }

@@ -1,5 +1,5 @@
 import type { Pool } from '@hookline/db';
-import { buildHeaders, decide, destinationSettings, notSent, openSecrets, signatureHeaders, type BackoffPolicy, type Breaker, type DeliveryDefaults, type Outcome, type SendResult } from '@hookline/delivery';
+import { buildHeaders, decide, destinationSettings, notSent, openSecrets, signatureHeaders, warnUnsendableHeaders, type BackoffPolicy, type Breaker, type DeliveryDefaults, type Outcome, type SendResult } from '@hookline/delivery';
 import type { Logger } from '@hookline/logger';
 import type { JobData, Producer, Redis } from '@hookline/queues';
 import type { Limiter } from './limiter';
@@ -155,6 +155,9 @@ async function deliverChunk(deps: DeliverDeps, deliveryIds: string[], traceparen
   if (claimed.length === 0) return summary;
 
   const prepared: Prepared[] = claimed.map((d) => ({ d, settings: destinationSettings(d.method, d.config, deps.defaults) }));
+  // Header values that cannot be sent (stored before the API refused them) are left out of
+  // the request, not sent to fail it: said once per destination.
+  for (const p of prepared) warnUnsendableHeaders(deps.logger, p.d.destinationId, p.settings);
   const now = Date.now();
   // Shares first, before the gate: the gate's admissions (a half-open circuit's probe, the
   // admission counter) must not be spent on deliveries then given back for want of a share.

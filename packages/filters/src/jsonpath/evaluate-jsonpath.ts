@@ -138,7 +138,7 @@ function equal(a: Value, b: Value, budget: Budget): boolean {
 function compare(op: string, a: Value, b: Value, budget: Budget): boolean {
   if (op === '==') return equal(a, b, budget);
   if (op === '!=') return !equal(a, b, budget);
-  const order = a === NOTHING || b === NOTHING ? undefined : compareValues(a, b);
+  const order = a === NOTHING || b === NOTHING ? undefined : compareValues(a, b, budget);
   if (op === '<=' || op === '>=') {
     if (order === undefined) return equal(a, b, budget);
     return op === '<=' ? order <= 0 : order >= 0;

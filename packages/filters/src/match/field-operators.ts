@@ -1,5 +1,5 @@
 import type { Budget } from '../budget';
-import { compareValues, deepEqual } from '../json-values';
+import { chargeStrings, compareValues, deepEqual } from '../json-values';
 import { candidates } from './resolve-field';
 
 export type Predicate<T> = (input: T, budget: Budget) => boolean;
@@ -28,8 +28,8 @@ export function not<T>(p: Predicate<T>): Predicate<T> {
 }
 
 export function comparison(op: (typeof COMPARISON_OPERATORS)[number], operand: number | string): FieldPredicate {
-  return anyCandidate((v) => {
-    const order = compareValues(v, operand);
+  return anyCandidate((v, budget) => {
+    const order = compareValues(v, operand, budget);
     if (order === undefined) return false;
     if (op === '$gt') return order > 0;
     if (op === '$gte') return order >= 0;
@@ -43,7 +43,11 @@ export function exists(expected: boolean): FieldPredicate {
 }
 
 export function affix(op: '$startsWith' | '$endsWith', operand: string): FieldPredicate {
-  return anyCandidate((v) => typeof v === 'string' && (op === '$startsWith' ? v.startsWith(operand) : v.endsWith(operand)));
+  return anyCandidate((v, budget) => {
+    if (typeof v !== 'string') return false;
+    chargeStrings(budget, v, operand);
+    return op === '$startsWith' ? v.startsWith(operand) : v.endsWith(operand);
+  });
 }
 
 export function all<T>(items: Predicate<T>[]): Predicate<T> {

@@ -1,3 +1,4 @@
+import { HEADER_VALUE_PATTERN } from '@hookline/delivery';
 import type { JsonSchema } from '../http/validate';
 
 const mtls = {
@@ -17,10 +18,11 @@ const destinationConfig = {
   properties: {
     headers: {
       type: 'object',
-      additionalProperties: { type: 'string', maxLength: 4000, pattern: '^[^\\r\\n\\u0000]*$' },
+      additionalProperties: { type: 'string', maxLength: 4000, pattern: HEADER_VALUE_PATTERN },
       propertyNames: { pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" },
       maxProperties: 50,
-      description: 'Extra request headers; hop-by-hop and Hookline-owned ones (webhook-*, x-service-*, x-hookline-*, content-type, host, …) are refused',
+      description:
+        'Extra request headers; hop-by-hop and Hookline-owned ones (webhook-*, x-service-*, x-hookline-*, content-type, user-agent, host, …) are refused. A value may hold tab, visible ASCII (0x20-0x7E) and U+0080-U+00FF (each sent as one byte); one holding any other character (a control character, DEL, or anything beyond U+00FF such as €) cannot be sent and is refused (400 validation-error naming config.headers.<Name>)',
     },
     timeout_ms: { type: 'integer', minimum: 100, maximum: 120000 },
     max_attempts: { type: 'integer', minimum: 1, maximum: 50 },

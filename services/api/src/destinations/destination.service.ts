@@ -7,6 +7,7 @@ import { announce, duplicateName, lockNames, unresolved } from '../lib/config-wr
 import type { Destination } from '../lib/models';
 import { REDACTED, redactSecretLookingKeys, secretLookingKeyErrors } from '../ingesters/secret-config-keys';
 import { isCredentialHeader, isSecretLookingKey } from '@hookline/logger';
+import { isSendableHeaderValue, RESERVED_HEADER } from '@hookline/delivery';
 import type { DestinationBody, DestinationConfigInput } from './destination.schema';
 import { hasMaskedCredentials, hasUrlCredentials, maskUrlCredentials, normaliseCredentialUrl, restoreUrlCredentials, URL_SECRET_MASK } from './url-credentials';
 
@@ -47,9 +48,11 @@ export function destinationToView(row: Destination, shownSecret?: string): Recor
 }
 
 const NOTHING_STORED = 'is the redaction placeholder and there is no stored value to keep';
+const UNSENDABLE_STORED =
+  'is the redaction placeholder and the stored value cannot be sent (a control character, DEL or a character beyond U+00FF; it is left out of requests): send a new value in clear, or leave the header out to remove it';
 
-// Hop-by-hop headers and the ones the deliverer owns (signatures, idempotency key).
-const RESERVED_HEADER = /^(host|content-length|content-type|connection|keep-alive|transfer-encoding|te|trailer|upgrade|expect|proxy-.*|traceparent|tracestate|webhook-.*|x-service-.*|x-hookline-.*)$/i;
+// Hop-by-hop headers and the ones the deliverer owns (signatures, idempotency key, User-Agent):
+// RESERVED_HEADER, the expression the deliverer leaves them out by (@hookline/delivery).
 
 /** Reserved names; and, given the stored headers (none on create), placeholders with nothing to keep. */
 function checkHeaders(config: DestinationConfigInput | undefined, errors: FieldError[], stored?: Record<string, unknown>): void {
@@ -105,8 +108,11 @@ function headersToStore(config: DestinationConfigInput | undefined, stored: Reco
   const entries = Object.entries(headers as Record<string, unknown>);
   for (const [name, value] of entries) {
     if (value !== REDACTED) continue;
-    if (typeof stored[name] !== 'string') errors.push({ field: `config.headers.${name}`, message: NOTHING_STORED });
+    const kept = stored[name];
+    if (typeof kept !== 'string') errors.push({ field: `config.headers.${name}`, message: NOTHING_STORED });
     else if (moved) errors.push({ field: `config.headers.${name}`, message: movedPlaceholder(moved) });
+    // Stored before such values were refused: the deliverer leaves it out, so it is not kept.
+    else if (!isSendableHeaderValue(kept)) errors.push({ field: `config.headers.${name}`, message: UNSENDABLE_STORED });
   }
   return Object.fromEntries(entries.map(([name, value]) => [name, value === REDACTED ? stored[name] : value]));
 }

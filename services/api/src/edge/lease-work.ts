@@ -18,6 +18,7 @@ import {
   type Outcome,
   type SendResult,
   type WorkItem,
+  warnUnsendableHeaders,
 } from '@hookline/delivery';
 import type { EdgeCluster } from './edge-auth';
 import type { EdgeDeps } from './edge-deps';
@@ -164,6 +165,9 @@ export async function leaseWork(deps: EdgeDeps, cluster: EdgeCluster, input: { l
   if (rows.length === 0) return { deliveries: [], heldBack: 0, revoked: false };
   try {
     const leased = rows.map((row) => ({ row, destinationId: row.destination_id, deliveryId: row.id, settings: destinationSettings(row.method, row.config, deps.policy.defaults) }));
+    // As in the deliverer: header values an agent could not send (stored before the API
+    // refused them) are left out of the work item (buildHeaders gets settings.headers), said once per destination.
+    for (const l of leased) warnUnsendableHeaders(deps.logger, l.destinationId, l.settings);
     const { allowed, heldBack } = await holdBack(deps, leased, leaseOwner, input.now ?? Date.now());
     return { deliveries: await prepare(deps, allowed, leaseOwner, input.now), heldBack, revoked: false };
   } catch (err) {
