@@ -36,7 +36,8 @@ const HELP = `pnpm bench [--quick] [--duration S] [--phases ingest,ingest-alone,
   --phases LIST           measurements to run (default all); the bare baseline only has ingest;
                           ingest-alone: ingest at saturation with the workers stopped, then drained
   --systems LIST          Hookline and the baselines (default all)
-  --duration S            end-to-end phase length (default 60; --quick: 4)
+  --duration S            end-to-end phase length (default 60; --quick: 4); its figure is the mean
+                          after a warm-up of 20 % of it (10 s at most): the table states the window
   --saturation-duration S ingest saturation phase length (default 15; --quick: 3)
   --saturation-max N     at most N requests per saturation phase, which bounds the backlog it leaves
                           for a slow or busy machine to drain (default: no limit)
@@ -52,7 +53,8 @@ const HELP = `pnpm bench [--quick] [--duration S] [--phases ingest,ingest-alone,
   --cpu-prof DIR          write V8 CPU profiles of the services into DIR (read them with bench/profile-summary.ts)
   --private-servers       a private PostgreSQL (with pg_stat_statements) and redis-server for the run,
                           so that their CPU is sampled and the costliest statements reported
-  --runtime bundle|tsx    services as shipped: the bundles of pnpm build on plain node (default), or the TypeScript sources via tsx
+  --runtime bundle|tsx    services as shipped: the bundles of pnpm build on plain node (default), or the TypeScript
+                          sources via tsx; the receiver and the baselines run the same way
   --out FILE              JSON path (default bench/results/<timestamp>.json)`;
 
 const list = (s: string): number[] => s.split(',').map((x) => Number(x.trim())).filter((n) => Number.isFinite(n) && n > 0);
@@ -121,7 +123,8 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
     saturationMs: seconds(values['saturation-duration'], 15, 3),
     saturationMax: values['saturation-max'] === undefined ? null : positive('--saturation-max', values['saturation-max']),
     latencyMs: seconds(values['latency-duration'], 15, 3),
-    latencyWarmupMs: seconds(values['latency-warmup'], 5, 1),
+    // 0 means no warm-up (every other duration is at least a second).
+    latencyWarmupMs: Number(values['latency-warmup']) === 0 ? 0 : seconds(values['latency-warmup'], 5, 1),
     rates: list(values.rates),
     fanouts: list(values.fanouts),
     connections: Number(values.connections),

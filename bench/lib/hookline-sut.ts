@@ -38,6 +38,8 @@ export async function startHookline(o: { databaseUrl: string; redisUrl: string; 
           await Promise.all([stack.start('router'), stack.start('deliverer')]);
         };
       },
+      // The stack records a service's exit that neither kill nor close caused (bench/lib/stack.ts).
+      unexpectedExits: () => (stack as { unexpectedExits?: readonly unknown[] }).unexpectedExits?.length ?? 0,
       close: () => stack.close(),
     };
   } catch (err) {

@@ -6,6 +6,7 @@
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
 import { Histogram, type LatencySummary } from './histogram';
+import { PHASE_FIELD } from './receiver-tally';
 
 export interface LoadResult {
   mode: 'saturation' | 'constant-rate';
@@ -120,9 +121,12 @@ export async function constantRate(t: Target, rate: number, durationMs: number, 
   };
 }
 
-/** A JSON event body of about `bytes` bytes. */
-export function eventBody(bytes: number): string {
-  const base = { type: 'bench.event', data: { id: 1, note: '' } };
+/**
+ * A JSON event body of about `bytes` bytes. `phase` comes first (`{"bench_phase":"<tag>",…`):
+ * the receiver reads it from the first bytes of each delivery to count deliveries per phase.
+ */
+export function eventBody(bytes: number, phase?: string): string {
+  const base = { ...(phase ? { [PHASE_FIELD]: phase } : {}), type: 'bench.event', data: { id: 1, note: '' } };
   const pad = Math.max(0, bytes - JSON.stringify(base).length);
   base.data.note = 'x'.repeat(pad);
   return JSON.stringify(base);
@@ -132,7 +136,9 @@ export interface GatedResult extends LoadResult {
   /** Deliveries counted at the receiver during the run, and per second after warm-up. */
   delivered: number;
   deliveredPerS: number;
+  /** deliveredPerS is the mean over the last `windowS` seconds of the run, after `warmupS` of warm-up. */
   windowS: number;
+  warmupS: number;
   maxLag: number;
 }
 
@@ -205,6 +211,7 @@ export async function gatedLoop(t: Target, connections: number, durationMs: numb
     delivered: finished.n,
     deliveredPerS: windowS > 0 ? Math.round((finished.n - w.n) / windowS) : 0,
     windowS: Math.round(windowS * 10) / 10,
+    warmupS: Math.round(((w.t - start) / 1000) * 10) / 10,
     maxLag,
   };
 }

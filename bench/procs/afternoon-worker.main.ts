@@ -1,4 +1,7 @@
 // Baseline (b), back half: a BullMQ Worker that POSTs each job with got to every target.
+import { createRequire } from 'node:module';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Worker } from 'bullmq';
 import IORedis from 'ioredis';
 import { serveIpc } from '../lib/ipc';
@@ -17,7 +20,10 @@ interface EventJob {
 }
 
 async function main(): Promise<void> {
-  const specifier = 'got';
+  // Resolved from the repository root, not from this file: the bench runs this file as a
+  // bundle from a temporary folder (helper.ts), where `import('got')` would find no
+  // node_modules. (The bundler rewrites __dirname to this source file's folder.)
+  const specifier = pathToFileURL(createRequire(resolve(__dirname, '../../package.json')).resolve('got')).href;
   const { got } = (await import(specifier)) as { got: Got };
   // The team's routing table: ingester id -> target URLs.
   const routes = JSON.parse(process.env.AFTERNOON_ROUTES ?? '{}') as Record<string, string[]>;
