@@ -1,6 +1,7 @@
 // The chaos run's provider: N events at a steady rate, round-robin over the hooks, each
 // retried with the same Idempotency-Key on a non-2xx answer or a connection error (as
-// providers do) until acknowledged or its deadline passes.
+// providers do) until acknowledged or its deadline passes. Every attempt is logged (start,
+// end, answer), so that the verdict can judge ingest's answers while PostgreSQL was down.
 import { Pool } from 'undici';
 
 export interface Ack {
@@ -10,18 +11,30 @@ export interface Ack {
   attempts: number;
 }
 
+/** A PostgreSQL outage: epoch ms from the server's exit to just before its restart. */
 export interface Outage {
   from: number;
   to: number;
 }
 
+/** One request to ingest: epoch ms it was sent and answered (or failed), and the answer. */
+export interface LoadAttempt {
+  seq: number;
+  /** 1 for the event's first request. */
+  n: number;
+  start: number;
+  end: number;
+  /** The status code ("202", "503"), or "error:CODE" for a request that got no answer. */
+  status: string;
+}
+
 export interface ChaosLoadResult {
   acked: Map<number, Ack>;
+  /** Events given up on: no 2xx within the per-event deadline. */
   unacked: number[];
   statuses: Record<string, number>;
   attempts: number;
-  /** 2xx answers to requests sent and answered entirely while PostgreSQL was down. */
-  okWhilePgDown: Array<{ seq: number; status: number; eventId: string }>;
+  attemptLog: LoadAttempt[];
   sendSeconds: number;
 }
 
@@ -32,9 +45,16 @@ export interface ChaosLoadOptions {
   runId: string;
   /** Give up on one event after this long (it is then reported as not acknowledged). */
   perEventDeadlineMs: number;
-  pgOutages: () => Outage[];
   /** Every 5 s: events started, acknowledged, and the answers so far by status or error code. */
   onProgress?: (sent: number, acked: number, statuses: Readonly<Record<string, number>>) => void;
+}
+
+function readEventId(text: string): string {
+  try {
+    return String((JSON.parse(text) as { event_id?: string }).event_id ?? '');
+  } catch {
+    return '';
+  }
 }
 
 export function chaosBody(seq: number, runId: string): string {
@@ -47,7 +67,7 @@ export async function runChaosLoad(o: ChaosLoadOptions): Promise<ChaosLoadResult
   const acked = new Map<number, Ack>();
   const unacked: number[] = [];
   const statuses: Record<string, number> = {};
-  const okWhilePgDown: ChaosLoadResult['okWhilePgDown'] = [];
+  const attemptLog: LoadAttempt[] = [];
   let attempts = 0;
   const bump = (k: string): void => void (statuses[k] = (statuses[k] ?? 0) + 1);
 
@@ -58,20 +78,24 @@ export async function runChaosLoad(o: ChaosLoadOptions): Promise<ChaosLoadResult
     const deadline = Date.now() + o.perEventDeadlineMs;
     for (let n = 1; ; n++) {
       attempts++;
-      const sentAt = Date.now();
+      const start = Date.now();
+      let status: string;
+      let eventId: string | null = null;
       try {
         const res = await pool.request({ path: url.pathname, method: 'POST', body, headers: { 'content-type': 'application/json', 'idempotency-key': `${o.runId}-${seq}` }, headersTimeout: 10_000, bodyTimeout: 10_000 });
         const text = await res.body.text();
-        bump(String(res.statusCode));
-        if (res.statusCode >= 200 && res.statusCode < 300) {
-          const eventId = String((JSON.parse(text) as { event_id?: string }).event_id ?? '');
-          const doneAt = Date.now();
-          if (o.pgOutages().some((w) => sentAt >= w.from && doneAt <= w.to)) okWhilePgDown.push({ seq, status: res.statusCode, eventId });
-          acked.set(seq, { seq, hook, eventId, attempts: n });
-          return;
-        }
+        status = String(res.statusCode);
+        // A 2xx is an acknowledgement whatever its body; one without a readable event_id is
+        // kept with '' and shows up as missing in the database.
+        if (res.statusCode >= 200 && res.statusCode < 300) eventId = readEventId(text);
       } catch (err) {
-        bump(`error:${(err as { code?: string }).code ?? 'unknown'}`);
+        status = `error:${(err as { code?: string }).code ?? 'unknown'}`;
+      }
+      attemptLog.push({ seq, n, start, end: Date.now(), status });
+      bump(status);
+      if (eventId !== null) {
+        acked.set(seq, { seq, hook, eventId, attempts: n });
+        return;
       }
       if (Date.now() > deadline) {
         unacked.push(seq);
@@ -103,5 +127,5 @@ export async function runChaosLoad(o: ChaosLoadOptions): Promise<ChaosLoadResult
     o.onProgress?.(sent, acked.size, statuses);
   }
   await pool.close().catch(() => undefined);
-  return { acked, unacked, statuses, attempts, okWhilePgDown, sendSeconds };
+  return { acked, unacked, statuses, attempts, attemptLog, sendSeconds };
 }

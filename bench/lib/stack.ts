@@ -1,6 +1,8 @@
 // Hookline's four services as separate processes (as shipped: the bundles run by
 // scripts/launch.cjs; or node with the tsx loader when `shipped` is off), one pid each to
-// sample and kill, on loopback, against a fresh schema and queue prefix.
+// sample and kill, on loopback, against a fresh schema and queue prefix. An exit that
+// neither `kill` nor `close` caused is recorded (`unexpectedExits`) and, with `supervise`
+// (the chaos run), the service restarted.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -24,6 +26,34 @@ export interface StackOptions {
   /** Run the services as the image does (their bundles through scripts/launch.cjs) instead of the TypeScript sources via tsx. */
   shipped?: boolean;
   readyTimeoutMs?: number;
+  /**
+   * Restart a service that exits without the harness asking (a crash, an OOM kill): the
+   * run goes on, and the exit stays in `unexpectedExits` for the verdict. Off: exits are
+   * only recorded.
+   */
+  supervise?: boolean;
+  /** Told of each unexpected exit and of the supervisor's restarts (a log line). */
+  onSupervisorEvent?: (line: string) => void;
+}
+
+/**
+ * A service that exited although neither `kill` nor `close` asked it to: while running, or
+ * while starting (it exited before it was ready, or never became ready and was killed; the
+ * caller of `start` gets the error too).
+ */
+export interface UnexpectedExit {
+  service: ServiceName;
+  phase: 'running' | 'start';
+  pid: number;
+  /** Exit code, or null when a signal ended it. */
+  code: number | null;
+  signal: string | null;
+  /** Epoch ms. */
+  at: number;
+  /** The pid the supervisor restarted it as; null when not restarted (supervise off, or the restart failed). */
+  restartedAs: number | null;
+  /** The last lines of its output. */
+  tail: string;
 }
 
 export interface Stack {
@@ -35,6 +65,8 @@ export interface Stack {
   ingestUrl: string;
   apiUrl: string;
   children: Partial<Record<ServiceName, Child>>;
+  /** Every exit of a ready service that `kill`/`close` did not cause, in order. */
+  unexpectedExits: UnexpectedExit[];
   start(name: ServiceName): Promise<Child>;
   kill(name: ServiceName, signal?: NodeJS.Signals): Promise<void>;
   pids(): Partial<Record<ServiceName, number>>;
@@ -69,6 +101,37 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   };
   const unhook = onInterrupt(dropData);
   const children: Partial<Record<ServiceName, Child>> = {};
+  const unexpectedExits: UnexpectedExit[] = [];
+  // Children whose exit the harness caused (kill, close, a start that failed): not crashes.
+  const expected = new WeakSet<Child>();
+  let closing = false;
+  const note = (line: string): void => opts.onSupervisorEvent?.(line);
+
+  // A ready service that exits on its own: recorded; restarted when supervising, unless
+  // someone else replaced or removed it meanwhile (a fault's kill and start).
+  const watch = (name: ServiceName, child: Child): void => {
+    void child.exited.then(async () => {
+      if (expected.has(child) || closing) return;
+      const exit: UnexpectedExit = { service: name, phase: 'running', pid: child.pid, code: child.proc.exitCode, signal: child.proc.signalCode, at: Date.now(), restartedAs: null, tail: child.tail().slice(-1500) };
+      unexpectedExits.push(exit);
+      note(`! ${name} (pid ${child.pid}) exited on its own (code ${exit.code}, signal ${exit.signal})${opts.supervise ? ': restarting it' : ''}`);
+      if (!opts.supervise) return;
+      let dead: Child | undefined = child;
+      for (let n = 1; n <= 5 && !closing && children[name] === dead; n++) {
+        await new Promise((r) => setTimeout(r, 250 * n));
+        if (closing || children[name] !== dead) return;
+        try {
+          const next = await stack.start(name);
+          exit.restartedAs = next.pid;
+          note(`  supervisor: ${name} restarted as pid ${next.pid}`);
+          return;
+        } catch (err) {
+          note(`  supervisor: restarting ${name} failed (${(err as Error).message.split('\n')[0]})`);
+          dead = children[name];
+        }
+      }
+    });
+  };
   if (opts.cpuProfDir) mkdirSync(opts.cpuProfDir, { recursive: true });
 
   const stack: Stack = {
@@ -80,6 +143,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     ingestUrl: `http://127.0.0.1:${ports.ingest}`,
     apiUrl: `http://127.0.0.1:${ports.api}`,
     children,
+    unexpectedExits,
     async start(name) {
       // One folder per service: the tsx loader's hooks thread writes a profile of its own.
       const flags = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(opts.cpuProfDir, name)}`] : [];
@@ -99,14 +163,24 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         },
         { timeoutMs: opts.readyTimeoutMs ?? 60_000, intervalMs: 100, what: `${name} /readyz` },
       ).catch((err: Error) => {
+        // A start that failed: recorded, and the caller gets the error (the supervisor does
+        // not restart it as well).
+        expected.add(child);
+        if (!closing) {
+          unexpectedExits.push({ service: name, phase: 'start', pid: child.pid, code: child.proc.exitCode, signal: child.proc.signalCode, at: Date.now(), restartedAs: null, tail: child.tail().slice(-1500) });
+          note(`! ${name} (pid ${child.pid}) failed to start: ${err.message.split('\n')[0]}`);
+        }
         child.proc.kill('SIGKILL');
         throw new Error(`${err.message}\n--- ${name} output ---\n${child.tail().slice(-3000)}`);
       });
+      watch(name, child);
       return child;
     },
     async kill(name, signal = 'SIGTERM') {
-      await children[name]?.kill(signal);
-      delete children[name];
+      const child = children[name];
+      if (child) expected.add(child);
+      await child?.kill(signal);
+      if (children[name] === child) delete children[name];
     },
     pids() {
       const out: Partial<Record<ServiceName, number>> = {};
@@ -114,6 +188,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       return out;
     },
     async close(closeOpts = {}) {
+      closing = true;
       unhook();
       await Promise.all(SERVICES.map((n) => stack.kill(n, 'SIGTERM')));
       await pool.end().catch(() => undefined);
