@@ -1,5 +1,6 @@
 import { createSecretBox } from '@hookline/signing';
 import { startApi, type ApiHarness } from './api-harness';
+import { TEST_CLIENT_CERT } from './certificate-fixtures';
 
 let h: ApiHarness;
 beforeAll(async () => {
@@ -99,11 +100,11 @@ describe('destinations', () => {
     const t = await h.tenant();
     const made = await h.call('POST', `/v1/tenants/${t.tenantId}/destinations`, {
       key: t.apiKey,
-      body: { name: 'orders', url: 'https://example.test/hook', config: { timeout_ms: 5000, headers: { 'x-env': 'prod' }, mtls: { cert: 'CERT', key: 'PRIVATE-KEY-PEM' } } },
+      body: { name: 'orders', url: 'https://example.test/hook', config: { timeout_ms: 5000, headers: { 'x-env': 'prod' }, mtls: { cert: TEST_CLIENT_CERT, key: 'PRIVATE-KEY-PEM' } } },
     });
     expect(made.status).toBe(201);
     expect(made.body.signing_secret).toMatch(/^whsec_/);
-    expect(made.body).toMatchObject({ name: 'orders', method: 'POST', state: 'ACTIVE', signing_secrets_count: 1, config: { timeout_ms: 5000, mtls: { cert: 'CERT', key_set: true } } });
+    expect(made.body).toMatchObject({ name: 'orders', method: 'POST', state: 'ACTIVE', signing_secrets_count: 1, config: { timeout_ms: 5000, mtls: { cert: TEST_CLIENT_CERT, key_set: true } } });
     expect(JSON.stringify(made.body)).not.toContain('PRIVATE-KEY-PEM');
     const got = await h.call('GET', `/v1/tenants/${t.tenantId}/destinations/${made.body.id}`, { key: t.apiKey });
     expect(got.body.signing_secret).toBeUndefined();

@@ -1,9 +1,11 @@
 // MCP audit rows (tool calls, key changes) go through the same redaction as the REST
-// pipeline's (redactParams): tool arguments are recorded as sent, but a secret-looking key's
-// value, header values and a URL's userinfo credential never reach audit_logs in clear.
+// pipeline's (redactParams): a secret-looking key's value, header values and a URL's userinfo
+// credential never reach audit_logs in clear. Tool calls record their arguments as the tool
+// parsed them, and only the names of those it does not take: never their values.
 import { randomUUID } from 'node:crypto';
+import { newId } from '@hookline/db';
 import { seedTenant, type SeededTenant } from '@hookline/testing';
-import { auditMcp } from '../services/api/src/mcp/mcp-audit';
+import { auditMcp, startMcpAudit } from '../services/api/src/mcp/mcp-audit';
 import { callTool, mcpKey, startMcp, type McpHarness } from './mcp-harness';
 
 let h: McpHarness;
@@ -25,12 +27,11 @@ const args = (eventId: string) => ({
   callback_url: 'https://cb-user:MCP-URL-PW@callback.test/x?y=1',
   nested: { client_secret: 'MCP-NESTED-SECRET', headers: { Authorization: 'Bearer MCP-HDR-VALUE' }, list: [{ password: 'MCP-PASSWORD' }] },
 });
-const redacted = (eventId: string) => ({
-  event_id: eventId,
+const redacted = {
   api_token: '[redacted]',
   callback_url: 'https://cb-user:****@callback.test/x?y=1',
   nested: { client_secret: '[redacted]', headers: { Authorization: '[redacted]' }, list: [{ password: '[redacted]' }] },
-});
+};
 
 const rowsOf = async (actor: string) =>
   (await h.db.pool.query<{ action: string; outcome: string; params: any; text: string }>('SELECT action, outcome, params, params::text AS text FROM audit_logs WHERE actor = $1 ORDER BY id', [actor])).rows;
@@ -38,16 +39,20 @@ const rowsOf = async (actor: string) =>
 test('a tool call through the MCP router (SDK client and REST mirror) is audited with its arguments redacted', async () => {
   const key = await mcpKey(h, t);
   const client = await h.client(key.key);
-  // Write tools are disabled by default: refused (403) before the arguments are read, and audited as sent.
-  const viaMcp = await callTool(client, 'retry_event', args('evt_mcp_1'));
+  const [first, second] = [newId('evt'), newId('evt')];
+  // Write tools are disabled by default: refused (403) before the arguments are read, and audited:
+  // the argument the tool takes as parsed, the others by name only (their values, secrets
+  // included, are never stored).
+  const viaMcp = await callTool(client, 'retry_event', args(first));
   expect(viaMcp).toMatchObject({ isError: true, body: { status: 403, tool_group: 'retry' } });
-  const viaRest = await h.http('POST', '/v1/mcp/tools/retry_event', { headers: { 'x-mcp-api-key': key.key }, body: args('evt_mcp_2') });
+  const viaRest = await h.http('POST', '/v1/mcp/tools/retry_event', { headers: { 'x-mcp-api-key': key.key }, body: args(second) });
   expect(viaRest.status).toBe(403);
 
   const rows = await rowsOf(`mcp_key:${key.id}`);
+  const extra = ['api_token', 'callback_url', 'nested'];
   expect(rows.map((r) => ({ action: r.action, outcome: r.outcome, params: r.params }))).toEqual([
-    { action: 'mcp.retry_event', outcome: 'client_error:403', params: { tool: 'retry_event', tool_group: 'retry', arguments: redacted('evt_mcp_1') } },
-    { action: 'mcp.retry_event', outcome: 'client_error:403', params: { tool: 'retry_event', tool_group: 'retry', arguments: redacted('evt_mcp_2') } },
+    { action: 'mcp.retry_event', outcome: 'client_error:403', params: { tool: 'retry_event', tool_group: 'retry', arguments: { event_id: first }, extra_arguments: extra } },
+    { action: 'mcp.retry_event', outcome: 'client_error:403', params: { tool: 'retry_event', tool_group: 'retry', arguments: { event_id: second }, extra_arguments: extra } },
   ]);
   for (const r of rows) for (const secret of SECRETS) expect(r.text).not.toContain(secret);
 });
@@ -72,4 +77,15 @@ test('the MCP audit writer redacts whatever params it is given, keeping the rest
     ],
   ]);
   for (const secret of SECRETS) expect(rows[0]!.text).not.toContain(secret);
+});
+
+test('the fail-closed audit writer (row first, outcome after) redacts the params of both', async () => {
+  const actor = `mcp_key:writer_${randomUUID()}`;
+  const finish = await startMcpAudit(h.db.pool, { tenantId: t.tenantId, actor, action: 'mcp_keys.create', resourceId: null, params: { path: '/x', ...args('evt_x') }, requestId: 'req_mcp_audit_start' });
+  const started = await rowsOf(actor);
+  expect(started.map((r) => [r.outcome, r.params])).toEqual([['server_error:', { path: '/x', event_id: 'evt_x', ...redacted }]]);
+  await finish(201, { resourceId: 'key_x', params: { name: 'agent', ...args('evt_y') } });
+  const ended = await rowsOf(actor);
+  expect(ended.map((r) => [r.outcome, r.params])).toEqual([['success:201', { name: 'agent', event_id: 'evt_y', ...redacted }]]);
+  for (const r of [...started, ...ended]) for (const secret of SECRETS) expect(r.text).not.toContain(secret);
 });

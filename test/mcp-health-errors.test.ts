@@ -18,7 +18,7 @@ describe('MCP health tools with dependencies down', () => {
   it('get_readiness reports each domain not ok, with no error text; the log has the reason', async () => {
     const warnings: unknown[][] = [];
     const r = await readiness(failingDeps(warnings), 'ten_x');
-    expect(r).toEqual({ status: 'degraded', domains: { database: { ok: false }, redis: { ok: false }, queues: { ok: false }, evidence: { ok: false } } });
+    expect(r).toEqual({ status: 'degraded', domains: { database: { ok: false }, redis: { ok: false }, queues: { ok: false }, deliveries: { ok: false }, evidence: { ok: false } } });
     expect(JSON.stringify(r)).not.toContain('ECONNREFUSED');
     expect(JSON.stringify(warnings)).toContain('ECONNREFUSED');
   });

@@ -72,9 +72,11 @@ describe('GET /v1/tenants/{tid}/mcp-keys', () => {
 
   it('refuses a bad limit, cursor or offset with the same 400 as the destination list', async () => {
     const t = await h.tenant();
-    for (const q of ['limit=0', 'limit=101', 'limit=ten', 'cursor=not-a-cursor', 'offset=-1', `offset=1&cursor=${Buffer.from(newId('key')).toString('base64url')}`]) {
-      const mine = await h.call('GET', `${keys(t)}?${q}`, { key: t.apiKey });
-      const theirs = await h.call('GET', `/v1/tenants/${t.tenantId}/destinations?${q}`, { key: t.apiKey });
+    // Each list's own kind of cursor (a cursor of another list is refused as such).
+    const cursorOf = (kind: 'key' | 'dst'): string => Buffer.from(newId(kind)).toString('base64url');
+    for (const q of ['limit=0', 'limit=101', 'limit=ten', 'cursor=not-a-cursor', 'offset=-1', 'offset=1&cursor=']) {
+      const mine = await h.call('GET', `${keys(t)}?${q}${q.endsWith('=') ? cursorOf('key') : ''}`, { key: t.apiKey });
+      const theirs = await h.call('GET', `/v1/tenants/${t.tenantId}/destinations?${q}${q.endsWith('=') ? cursorOf('dst') : ''}`, { key: t.apiKey });
       expect({ q, status: mine.status, type: mine.body.type, errors: mine.body.errors }).toEqual({ q, status: 400, type: theirs.body.type, errors: theirs.body.errors });
     }
   });

@@ -381,9 +381,10 @@ test('get_evidence and GET /v1/mcp/evidence/{id} answer the receipts of an inges
       expect(pages).toEqual(Array.from({ length: Math.ceil(ids.length / 3) }, (_, i) => i < Math.ceil(ids.length / 3) - 1));
     }
   }
-  // A cursor of another list continues nothing here.
+  // A cursor of another list is not one this list issued: 400 cursor, on both surfaces.
   const ofDst2 = (await call(c, 'get_evidence', { id: dst2, limit: 1 })).body.next_cursor;
-  expect((await call(c, 'get_evidence', { id: flw1, cursor: ofDst2 })).body).toEqual({ resource_id: flw1, receipts: [], next_cursor: null, has_more: false });
+  expect((await call(c, 'get_evidence', { id: flw1, cursor: ofDst2 })).body).toMatchObject({ status: 400, errors: [{ field: 'cursor' }] });
+  expect((await h.http('GET', `/v1/mcp/evidence/${flw1}?cursor=${ofDst2}`, { headers })).body).toMatchObject({ status: 400, errors: [{ field: 'cursor' }] });
 
   // A DELETED destination keeps its evidence (receipts are never withdrawn), as a purged delivery's id does.
   await pool.query(`UPDATE destinations SET state = 'DELETED' WHERE id = $1`, [dst2]);

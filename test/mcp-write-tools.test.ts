@@ -211,9 +211,10 @@ test('access is checked before arguments: a disabled group or a missing scope an
   // A read tool outside the key's scopes: the scope first, too.
   expect((await call(c, 'get_delivery_status', { delivery_id: 'nope' })).body).toMatchObject({ status: 403, required_scope: 'mcp:read:deliveries' });
   expect((await h.http('POST', '/v1/mcp/tools/get_delivery_status', { headers, body: { delivery_id: 7 } })).body).toMatchObject({ status: 403, required_scope: 'mcp:read:deliveries' });
+  // Audited as the tool parses them: an argument that does not parse, and one it does not take, by name only.
   expect(await ofKey()).toEqual([
-    { action: 'mcp.retry_event', resource_id: null, outcome: 'client_error:403', params: { tool: 'retry_event', tool_group: 'retry', arguments: bad } },
-    { action: 'mcp.retry_event', resource_id: null, outcome: 'client_error:403', params: { tool: 'retry_event', tool_group: 'retry', arguments: { ...bad, extra: 1 } } },
+    { action: 'mcp.retry_event', resource_id: null, outcome: 'client_error:403', params: { tool: 'retry_event', tool_group: 'retry', arguments: {}, invalid_arguments: ['event_id'] } },
+    { action: 'mcp.retry_event', resource_id: null, outcome: 'client_error:403', params: { tool: 'retry_event', tool_group: 'retry', arguments: {}, invalid_arguments: ['event_id'], extra_arguments: ['extra'] } },
   ]);
 
   // Once the group is enabled, bad arguments are a 400 validation-error problem (audited), on both surfaces.

@@ -1,4 +1,4 @@
-import { idTime, incrementIdPart, newId } from './ids';
+import { idFloor, idTime, incrementIdPart, newId } from './ids';
 
 const FORMAT = /^evt_[0-9a-hjkmnp-tv-z]{26}$/;
 
@@ -34,4 +34,17 @@ test('the random part counts up in base 32 with carries', () => {
   expect(incrementIdPart('000z')).toBe('0010');
   expect(incrementIdPart('0hzz')).toBe('0j00');
   expect(incrementIdPart('zzzz')).toBeNull();
+});
+
+test('idFloor splits ids at a time: made at it or later sort at or above, made before sort below', () => {
+  const t = 1_700_000_000_000;
+  const floor = idFloor('evt', t);
+  expect(floor).toBe(`evt_${idTime(t)}`);
+  expect(newId('evt', t) >= floor).toBe(true);
+  expect(newId('evt', t + 1) >= floor).toBe(true);
+  expect(newId('evt', t - 1) < floor).toBe(true);
+  // Before the epoch: below every id; past 48 bits: the last time.
+  expect(idFloor('evt', -5)).toBe('evt_0000000000');
+  expect(idFloor('evt', Date.UTC(9999, 11, 31))).toBe(`evt_${idTime(Date.UTC(9999, 11, 31))}`);
+  expect(idFloor('evt', 2 ** 60)).toBe('evt_7zzzzzzzzz');
 });

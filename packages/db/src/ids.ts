@@ -35,6 +35,21 @@ export function idTime(ms: number): string {
   return time;
 }
 
+/** The largest time an id can carry (48 bits of milliseconds, year 10889). */
+const MAX_ID_MS = 2 ** 48 - 1;
+
+/**
+ * The id bound of a time: every id of `prefix` made at `ms` or later sorts at or above it,
+ * every one made before it sorts below (the time part leads, and this is the time part
+ * alone, without the random part). So `id >= idFloor(p, t)` keeps the ids made from `t` on
+ * and `id < idFloor(p, t)` those made before it, in an index on id (or (tenant_id, id)).
+ * A time before the epoch is the epoch's bound (below every id), one past the 48 bits the
+ * last one.
+ */
+export function idFloor(prefix: IdPrefix, ms: number): string {
+  return `${prefix}_${idTime(Math.min(Math.max(0, Math.floor(ms)), MAX_ID_MS))}`;
+}
+
 /** 80 random bits as 16 base32 characters. */
 function randomPart(): string {
   return withRandomBytes(10, (bytes, at) => {

@@ -1,4 +1,4 @@
-export { newId, idTime, ID_PREFIXES, type IdPrefix } from './ids';
+export { newId, idTime, idFloor, ID_PREFIXES, type IdPrefix } from './ids';
 export { createPool, hotStatement, parseDatabaseUrl, type Pool } from './pool';
 export { createPrisma } from './prisma';
 export { migrate } from './migrate';

@@ -1,5 +1,6 @@
 export * from './wire';
 export { countsAgainstDestination, notSent } from './send-result';
+export { certificateBlocks, certificateBundleProblem, certificatesOnly, isCertificateBundle } from './certificate-pem';
 export { destinationSettings, HEADER_VALUE_PATTERN, isSendableHeaderValue, MAX_DESTINATION_TIMEOUT_MS, RESERVED_HEADER, warnUnsendableHeaders, type DeliveryDefaults, type DestinationSettings, type MtlsSettings } from './destination-settings';
 export { buildHeaders, childTraceparent, signatureHeaders, type OutboundMessage } from './request-headers';
 export { decide, backoffMs, isRetryable, parseRetryAfter, roundStart, type BackoffPolicy, type Decision, type Round } from './retry-policy';

@@ -1,8 +1,8 @@
-import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { createSecureContext } from 'node:tls';
 import { ConfigError, loadConfig, type ConfigOf, type EnvSchema } from '@hookline/config';
+import { isCertificateBundle } from '@hookline/delivery/src/certificate-pem';
 import { parseTargetPolicy, type TargetPolicy } from './target-policy';
 
 /** Everything hookline-edge reads from the environment (validated once in main.ts). */
@@ -86,20 +86,6 @@ export function loadEdgeConfig(env: NodeJS.ProcessEnv = process.env): { config: 
   if (tls.ca && !isCertificateBundle(tls.ca)) problems.push('EDGE_CA holds no readable CA certificate (PEM)');
   if (problems.length > 0) throw new ConfigError(problems);
   return { config, tls, targets };
-}
-
-function isCertificateBundle(pem: string): boolean {
-  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
-  return (
-    blocks.length > 0 &&
-    blocks.every((b) => {
-      try {
-        return Boolean(new X509Certificate(b));
-      } catch {
-        return false;
-      }
-    })
-  );
 }
 
 export function agentIdOf(config: EdgeAgentConfig): string {

@@ -74,7 +74,7 @@ const SELECTORS = new Map<string, Selector>([
   ['mrk', { column: 'merkle_root_id' }],
   // The deliveries of the events received on the ingester: its events by their id
   // (events_pkey or events_tenant_id_id_idx, filtered) or, when it has few, by
-  // events_ingester_id_dedup_key_idx; their receipts by evidence_receipts_event_id_idx.
+  // events_ingester_id_id_idx; their receipts by evidence_receipts_event_id_idx.
   ['ing', { table: 'events', link: 'event_id', where: (x) => `${x}.ingester_id = $2` }],
   // The deliveries to the destination: deliveries_destination_id_id_idx (filter and order);
   // their receipts by evidence_receipts_delivery_id_idx.
@@ -89,6 +89,11 @@ const SELECTORS = new Map<string, Selector>([
 /** The prefixes `evidenceFor` takes. */
 export const EVIDENCE_ID_PREFIXES: readonly string[] = [...SELECTORS.keys()];
 
+/** The receipts (alias `r`) of a shared resource's list, joined to the table (alias `x`) that links them to the id $2 of tenant $1. */
+function joined(s: Extract<Selector, { table: string }>, r: string, x: string): string {
+  return `evidence_receipts ${r} JOIN ${s.table} ${x} ON ${x}.id = ${r}.${s.link} AND ${x}.tenant_id = $1 AND ${s.where(x)}`;
+}
+
 /** The statement of `evidenceFor`: $1 tenant, $2 resource id, $3 the receipt to continue after (or null), $4 limit. */
 function evidenceStatement(s: Selector): string {
   if ('column' in s) {
@@ -99,7 +104,7 @@ function evidenceStatement(s: Selector): string {
       ORDER BY r.started_at, r.attempt_number, r.id LIMIT $4`;
   }
   const keys = [...new Set([s.link, 'delivery_id', 'attempt_number', 'id'])];
-  const of = (r: string, x: string): string => `evidence_receipts ${r} JOIN ${s.table} ${x} ON ${x}.id = ${r}.${s.link} AND ${x}.tenant_id = $1 AND ${s.where(x)}`;
+  const of = (r: string, x: string): string => joined(s, r, x);
   const row = (r: string): string => keys.map((k) => `${r}.${k}`).join(', ');
   // The cursor's receipt, when it is of this list (else nothing follows it). `x.id <=` repeats
   // the row comparison's first key on the joined table, so its index starts at the cursor.
@@ -140,4 +145,30 @@ export async function receiptsByDelivery(pool: Pool, tenantId: string, deliveryI
   const { rows } = await pool.query<ReceiptRow>('SELECT * FROM evidence_receipts WHERE tenant_id = $1 AND delivery_id = ANY($2::text[]) ORDER BY attempt_number, id', [tenantId, deliveryIds]);
   for (const b of await bundlesFor(pool, rows)) out.get(b.receipt.delivery_id)?.push(b);
   return out;
+}
+
+/**
+ * Whether the id names anything of this tenant with evidence (the first page of `evidenceFor`
+ * is not empty), reading one receipt row and no proofs.
+ */
+export async function hasEvidence(pool: Pool, tenantId: string, resourceId: string): Promise<boolean> {
+  const selector = SELECTORS.get(resourceId.split('_')[0] ?? '');
+  if (!selector) return false;
+  const { rows } = await pool.query(evidenceStatement(selector), [tenantId, resourceId, null, 1]);
+  return rows.length > 0;
+}
+
+/**
+ * Whether the receipt is in the evidence list of the id (for this tenant): whether a cursor
+ * naming it can be one that list issued. One row, by the receipt's primary key.
+ */
+export async function inEvidenceOf(pool: Pool, tenantId: string, resourceId: string, receiptId: string): Promise<boolean> {
+  const s = SELECTORS.get(resourceId.split('_')[0] ?? '');
+  if (!s) return false;
+  const sql =
+    'column' in s
+      ? `SELECT 1 FROM evidence_receipts r WHERE r.id = $3 AND r.tenant_id = $1 AND r.${s.column} = $2`
+      : `SELECT 1 FROM ${joined(s, 'r', 'x')} WHERE r.id = $3 AND r.tenant_id = $1`;
+  const { rows } = await pool.query(sql, [tenantId, resourceId, receiptId]);
+  return rows.length > 0;
 }

@@ -6,17 +6,19 @@ import { receiptOf, rootOf, type ReceiptRow, type RootRow } from './rows';
 /**
  * Bundles (receipt + inclusion proof + root) for receipt rows of one tenant. The leaves
  * of each root are read and its tree built once (O(n) hashes), however many of its receipts
- * are asked for; each proof is then read from the tree (O(log n)).
+ * are asked for; each proof is then read from the tree (O(log n)). Roots and leaves are read
+ * only within the rows' tenant(s): a root and its leaves are all of one tenant.
  */
 export async function bundlesFor(pool: Pool, rows: readonly ReceiptRow[]): Promise<EvidenceBundle[]> {
   const rootIds = [...new Set(rows.map((r) => r.merkle_root_id).filter((id): id is string => id !== null))];
+  const tenantIds = [...new Set(rows.map((r) => r.tenant_id))];
   const trees = new Map<string, { root: RootRow; leaves: Buffer[]; tree?: MerkleTree }>();
   if (rootIds.length) {
     const [roots, leaves] = await Promise.all([
-      pool.query<RootRow>('SELECT * FROM merkle_roots WHERE id = ANY($1::text[])', [rootIds]),
+      pool.query<RootRow>('SELECT * FROM merkle_roots WHERE id = ANY($1::text[]) AND tenant_id = ANY($2::text[])', [rootIds, tenantIds]),
       pool.query<{ merkle_root_id: string; leaf_hash: string }>(
-        'SELECT merkle_root_id, leaf_hash FROM evidence_receipts WHERE merkle_root_id = ANY($1::text[]) ORDER BY merkle_root_id, leaf_index',
-        [rootIds],
+        'SELECT merkle_root_id, leaf_hash FROM evidence_receipts WHERE merkle_root_id = ANY($1::text[]) AND tenant_id = ANY($2::text[]) ORDER BY merkle_root_id, leaf_index',
+        [rootIds, tenantIds],
       ),
     ]);
     for (const root of roots.rows) trees.set(root.id, { root, leaves: [] });

@@ -8,7 +8,7 @@ export { sealWindow, sealDueWindows, ConcurrentSealError, OLDEST_DUE_SQL, SEAL_S
 export { inclusionProof, bundlesFor } from './inclusion-proof';
 export { verifyReceipt, type VerifyResult } from './verify-receipt';
 export { verifyBundles, bundlesIn, type BundleReport } from './verify-bundles';
-export { listReceipts, listMerkleRoots, evidenceFor, receiptsByDelivery, EVIDENCE_ID_PREFIXES, type Page, type ReceiptFilter } from './evidence-queries';
+export { listReceipts, listMerkleRoots, evidenceFor, hasEvidence, inEvidenceOf, receiptsByDelivery, EVIDENCE_ID_PREFIXES, type Page, type ReceiptFilter } from './evidence-queries';
 export { startEvidenceSealer, LOOKBACK_MS, SWEEP_EVERY_MS, type EvidenceSealer, type SealerDeps, type SealerTick } from './sealer';
 export { evidenceEnv } from './env';
 export { buildDiscovery, cachedDiscovery, EVIDENCE_BASE, SECURITY_BASE, type Discovery, type DiscoveryOptions } from './discovery/discovery-documents';

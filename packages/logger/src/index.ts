@@ -1,7 +1,7 @@
 import winston from 'winston';
 import { isSecretLookingKey } from './secret-names';
 
-export { isCredentialHeader, isSecretLookingKey } from './secret-names';
+export { isCredentialHeader, isCredentialQueryName, isSecretLookingKey } from './secret-names';
 
 export type Logger = winston.Logger;
 
@@ -10,8 +10,8 @@ export type Logger = winston.Logger;
 // `client_secret`, `access_token`, `x-hub-signature-256`, …, the same words the api refuses
 // in configs and hides in views) and payload bodies.
 // Names run together without separators (`clientsecret`, `authtoken`, `signingkey`,
-// `x-signature256`) have no words to read, so logs also hide these endings: a log line
-// may hide more than the api refuses, never less.
+// `x-signature256`) are read as their words by secret-names.ts too; logs also hide these
+// endings whatever comes before them: a log line may hide more than the api refuses, never less.
 const BODY = /^(?:raw|body|payload|(?:raw|request|response)[-_]?body|body[-_]?base64)$/i;
 const RUN_TOGETHER = /(?:secret|token|passw(?:or)?d|signature(?:[-_]?\d+)?|hmac(?:[-_]?sha\d+)?|(?:api|private|signing|hmac|cluster|secrets|evidence|access|client|session|encryption|master)[-_]?key)$/i;
 // Log field names are few and fixed, and judging one reads it word by word: each answer is

@@ -1,4 +1,4 @@
-import { isCredentialHeader, isSecretLookingKey } from './secret-names';
+import { isCredentialHeader, isCredentialQueryName, isSecretLookingKey } from './secret-names';
 
 test('every spelling of a credential is secret-looking, whatever its case or separators', () => {
   const secret = [
@@ -15,7 +15,35 @@ test("ordinary names that contain a credential's letters are not", () => {
   expect(plain.filter((k) => isSecretLookingKey(k))).toEqual([]);
 });
 
-test('credential headers: any secret-looking name, and any with the word auth, key or token', () => {
-  expect(['Authorization', 'X-Api-Key', 'X-Auth-User', 'X-MCP-Key', 'X-Token-Id', 'Cookie', 'X-Signature'].filter((h) => !isCredentialHeader(h))).toEqual([]);
-  expect(['Content-Type', 'X-Hmac-Algorithm', 'X-Private-Network', 'X-Author', 'X-Request-Id', 'X-Idempotency-Id'].filter((h) => isCredentialHeader(h))).toEqual([]);
+test('a word run together with a credential word is read as the two', () => {
+  const secret = ['webhooksecret', 'clientsecret', 'authtoken', 'apitoken', 'accesstoken', 'userpassword', 'passwort', 'hubsignature256', 'shopifyhmacsha256', 'signingkey', 'sessionid', 'webhook_secrets', 'X-Webhooksecret'];
+  expect(secret.filter((k) => !isSecretLookingKey(k))).toEqual([]);
+  // Settings keys are refused, so this rule stays strict: a key word only after a credential kind.
+  expect(['turkey', 'hockey', 'tokens', 'signature_header_name', 'oauth2', 'base64', 'retry_schedule_ms'].filter((k) => isSecretLookingKey(k))).toEqual([]);
+});
+
+test('credential headers: any name containing a credential word, run together or not, and every secret-looking name', () => {
+  const credential = [
+    'Authorization', 'Proxy-Authorization', 'X-Api-Key', 'X-Auth-User', 'X-MCP-Key', 'X-Token-Id', 'Cookie', 'X-Signature', 'X-Hub-Signature-256', 'X-Webhook-Hmac',
+    // One word: the audit's misses.
+    'X-Authtoken', 'X-Apitoken', 'X-Accesstoken', 'X-Webhooksecret', 'X-Clientsecret', 'X-Sessiontoken', 'X-Userpassword', 'X-Authkey', 'X-Signingkey', 'X-Hubsignature', 'X-Tokenid',
+    // Sessions and their cookies' names.
+    'X-Session', 'JSESSIONID', 'PHPSESSID', 'sessionid', 'SessionId', 'connect.sid', 'sid', 'X-SID', 'X-Sess',
+    // Other spellings.
+    'X-Passwort', 'X-Passw0rd', 'X-Pwd', 'X-Authz', 'X-Authn', 'X-Oauth-Token', 'Passcode', 'X-Pass', 'X-Api-Pass', 'X-Creds', 'Credentials-Id', 'X-Apikey', 'X-Api-Keys', 'X-Webhook-Sig', 'X-Jwt', 'X-Bearer',
+  ];
+  expect(credential.filter((h) => !isCredentialHeader(h))).toEqual([]);
+  // Ordinary headers holding a short credential word's letters stay shown.
+  const plain = [
+    'Content-Type', 'Accept', 'X-Request-Id', 'X-Correlation-Id', 'traceparent', 'X-Forwarded-For', 'X-Hmac-Algorithm', 'X-Private-Network', 'X-Author', 'X-Authority', 'X-Idempotency-Id', 'X-Request-Source',
+    'X-Side', 'X-Side-Channel', 'X-Inside', 'X-Sidecar', 'X-Design', 'X-Signal', 'X-Consignment-Id', 'X-Credit-Limit', 'X-Assessment', 'X-Process-Id', 'X-Bypass-Cache', 'X-Passenger-Count', 'X-Keyword', 'X-Country-Code',
+  ];
+  expect(plain.filter((h) => isCredentialHeader(h))).toEqual([]);
+});
+
+test('credential query parameters: credential header names, and code (Azure Functions keys)', () => {
+  expect(['code', 'Code', 'hapikey', 'apitoken', 'authtoken', 'sid', 'session', 'sessionid', 'access_token', 'api_key', 'key', 'sig', 'X-Amz-Signature', 'X-Amz-Credential'].filter((n) => !isCredentialQueryName(n))).toEqual([]);
+  expect(['q', 'page', 'src', 'state', 'id', 'country_code', 'zip_code', 'keyword', 'sv', 'se', 'sp', 'client_id', 'redirect_uri', 'scope'].filter((n) => isCredentialQueryName(n))).toEqual([]);
+  // `code` is a credential as a whole query name only, not as a header.
+  expect(isCredentialHeader('code')).toBe(false);
 });

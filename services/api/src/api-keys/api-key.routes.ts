@@ -64,7 +64,7 @@ export const apiKeyRoutes: AuthedRoute[] = [
     operationId: 'apiKeys.list',
     doc: { summary: 'List API keys (secrets are never shown again)', tag: TAG, response: listOf('api_keys', keyView), query: ['limit', 'cursor', 'offset'] },
     handler: async (ctx) => {
-      const result = await findPage(readPage(ctx.query), (a) => ctx.app.prisma.apiKey.findMany({ ...a, where: { tenantId: ctx.tenantId, kind: 'api', ...a.where } }));
+      const result = await findPage(readPage(ctx.query, 'key'), (a) => ctx.app.prisma.apiKey.findMany({ ...a, where: { tenantId: ctx.tenantId, kind: 'api', ...a.where } }));
       return ok(listBody('api_keys', result, (k) => keyToView(k)));
     },
   },

@@ -1,4 +1,5 @@
 import { AppError } from '@hookline/errors';
+import { idRangeWhere } from '../http/id-window';
 import { findPage, readPage, readTimeRange, stringParam } from '../http/pagination';
 import type { AuthedRoute } from '../http/route';
 import { listBody, listOf } from '../http/schemas';
@@ -52,7 +53,7 @@ export const auditRoutes: AuthedRoute[] = [
     operationId: 'audit.list',
     doc: { summary: 'Audit log of every write (newest first)', tag: 'Audit', response: listOf('audit_logs', auditView), query: ['limit', 'cursor', 'offset', 'level', 'action', 'since', 'until'] },
     handler: async (ctx) => {
-      const page = readPage(ctx.query);
+      const page = readPage(ctx.query, 'aud');
       const level = stringParam(ctx.query, 'level');
       if (level !== undefined && !LEVELS[level]) throw AppError.validation([{ field: 'level', message: 'must be one of: info, warn, error' }]);
       const range = readTimeRange(ctx.query);
@@ -60,7 +61,8 @@ export const auditRoutes: AuthedRoute[] = [
       const where = {
         tenantId: ctx.tenantId,
         ...(level ? { outcome: { startsWith: `${LEVELS[level]}:` } } : {}),
-        ...(range ? { createdAt: range } : {}),
+        // created_at has no index: the id bounds (id-window.ts) let (tenant_id, id) read the window.
+        ...(range ? { createdAt: range, AND: idRangeWhere('aud', range) } : {}),
         ...(action ? { action } : {}),
       };
       const result = await findPage(page, (a) => ctx.app.prisma.auditLog.findMany({ ...a, where: { ...where, ...a.where } }));

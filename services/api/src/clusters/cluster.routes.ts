@@ -101,7 +101,7 @@ export const clusterRoutes: AuthedRoute[] = [
     operationId: 'clusters.list',
     doc: { summary: 'List clusters (edge planes)', tag: TAG, response: listOf('clusters', clusterView), query: ['limit', 'cursor', 'offset', ...STATE_FILTER_PARAMS] },
     handler: async (ctx) => {
-      const result = await findPage(readPage(ctx.query), (a) => ctx.app.prisma.cluster.findMany({ ...a, where: { tenantId: ctx.tenantId, ...stateFilter(ctx.query), ...a.where } }));
+      const result = await findPage(readPage(ctx.query, 'cls'), (a) => ctx.app.prisma.cluster.findMany({ ...a, where: { tenantId: ctx.tenantId, ...stateFilter(ctx.query), ...a.where } }));
       const status = await readClusterStatus(ctx.app.pool, result.items);
       return ok(listBody('clusters', result, (c) => toView(c, undefined, status.get(c.id))));
     },

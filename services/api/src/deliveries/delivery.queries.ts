@@ -2,6 +2,7 @@ import { AppError, type FieldError } from '@hookline/errors';
 import type { Prisma } from '@hookline/db';
 import { CLAIMABLE_STATUSES } from '@hookline/delivery';
 import type { AppContext } from '../context';
+import { idRangeWhere } from '../http/id-window';
 import { findPage, readPage, readTimeRange, stringParam, type PageResult } from '../http/pagination';
 import type { Delivery, DeliveryAttempt } from '../lib/models';
 import { DELIVERY_STATUSES, type DeliveryStatus } from './delivery.view';
@@ -16,7 +17,11 @@ export function statusWhere(status: DeliveryStatus, now = new Date()): Prisma.De
   return { status };
 }
 
-/** Filters of the delivery lists: status, event_id, destination_id, source_id, since, until. */
+/**
+ * Filters of the delivery lists: status, event_id, destination_id, source_id, since, until.
+ * `since`/`until` filter created_at, which no index covers: they also bound the id
+ * (id-window.ts), so that deliveries_tenant_id_id_idx (or the status one) reads the window.
+ */
 export function deliveryWhere(tenantId: string, query: Record<string, unknown>, forceStatus?: DeliveryStatus): Prisma.DeliveryWhereInput {
   const errors: FieldError[] = [];
   const status = forceStatus ?? stringParam(query, 'status');
@@ -26,18 +31,22 @@ export function deliveryWhere(tenantId: string, query: Record<string, unknown>, 
   const destinationId = stringParam(query, 'destination_id');
   const sourceId = stringParam(query, 'source_id');
   const range = readTimeRange(query);
+  const byStatus = status ? statusWhere(status as DeliveryStatus) : {};
+  // statusWhere's own AND (the lease test) and the id bounds, both kept.
+  const and = [...(byStatus.AND === undefined ? [] : Array.isArray(byStatus.AND) ? byStatus.AND : [byStatus.AND]), ...idRangeWhere('dlv', range)];
   return {
     tenantId,
-    ...(status ? statusWhere(status as DeliveryStatus) : {}),
+    ...byStatus,
     ...(eventId ? { eventId } : {}),
     ...(destinationId ? { destinationId } : {}),
     ...(sourceId ? { event: { ingesterId: sourceId } } : {}),
     ...(range ? { createdAt: range } : {}),
+    ...(and.length ? { AND: and } : {}),
   };
 }
 
 export async function listDeliveries(app: AppContext, tenantId: string, query: Record<string, unknown>, forceStatus?: DeliveryStatus): Promise<PageResult<Delivery>> {
-  const page = readPage(query);
+  const page = readPage(query, 'dlv');
   const where = deliveryWhere(tenantId, query, forceStatus);
   return findPage(page, (a) => app.prisma.delivery.findMany({ ...a, where: { ...where, ...a.where } }));
 }
@@ -51,6 +60,6 @@ export async function findDelivery(app: AppContext, tenantId: string, id: string
 /** Attempt history of one delivery, newest first. */
 export async function listAttempts(app: AppContext, tenantId: string, deliveryId: string, query: Record<string, unknown>): Promise<PageResult<DeliveryAttempt>> {
   await findDelivery(app, tenantId, deliveryId);
-  const page = readPage(query);
+  const page = readPage(query, 'att');
   return findPage(page, (a) => app.prisma.deliveryAttempt.findMany({ ...a, where: { tenantId, deliveryId, ...a.where } }));
 }

@@ -12,7 +12,7 @@ const BASE = '/v1/tenants/:tid/destinations';
 const TAG = 'Destinations (targets)';
 
 export async function listDestinations(ctx: RequestContext, plural: string): Promise<Record<string, unknown>> {
-  const page = readPage(ctx.query);
+  const page = readPage(ctx.query, 'dst');
   const where = { tenantId: ctx.tenantId, ...stateFilter(ctx.query) };
   const result = await findPage(page, (a) => ctx.app.prisma.destination.findMany({ ...a, where: { ...where, ...a.where } }));
   return listBody(plural, result, (r) => destinationToView(r));
@@ -72,7 +72,7 @@ export const destinationRoutes: AuthedRoute[] = [
       summary: 'Update a destination (partial; config keys merged; secret rotation)',
       description:
         'config keys are merged; config.headers, when sent, replaces the stored headers. Credential values are write-only: a credential header sent back as "[redacted]" keeps its stored value, and so does the masked URL (https://user:****@host/…) for the URL password. ' +
-        'Stored credentials are never carried to another origin or cluster: when url changes scheme, host or port, or cluster_id changes (onto an edge cluster, whose agents would send them, between clusters, or off one), every stored credential header (names with authorization, cookie, auth, token, key, secret, password, signature, session or credential) must be sent again in clear in config.headers or left out of it (which removes it), and the URL password sent in clear or dropped. ' +
+        'Stored credentials are never carried to another origin or cluster: when url changes scheme, host or port, or cluster_id changes (onto an edge cluster, whose agents would send them, between clusters, or off one), every stored credential header (the names config.headers describes: authorization, cookie, and names containing auth, token, secret, passw, session, signature, …, e.g. X-Authtoken, JSESSIONID) must be sent again in clear in config.headers or left out of it (which removes it), and the URL password sent in clear or dropped. ' +
         'A "[redacted]" placeholder, a stored credential header kept by not sending config.headers, a masked URL across an origin change, or, on a cluster_id change, a URL password kept by leaving url out or sending it masked is a 400 validation-error naming each field (config.headers.<Name>, url), and nothing is written. ' +
         'A PATCH that leaves url out or changes only its path or query, and leaves cluster_id as it is, keeps them. The signing secret is not affected: it signs deliveries and is never sent. ' +
         'signing_secret (checked as on create) or rotate_signing_secret: true (a generated one, returned once) becomes the current secret and the previous one stays valid: deliveries carry one signature per active secret: in webhook-signature newest first, in X-Service-Signature newest last.',

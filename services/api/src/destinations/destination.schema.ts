@@ -1,13 +1,20 @@
 import { HEADER_VALUE_PATTERN } from '@hookline/delivery';
 import type { JsonSchema } from '../http/validate';
+import { CREDENTIAL_NAMES } from '../lib/credential-headers';
 
 const mtls = {
   type: ['object', 'null'],
   required: ['cert', 'key'],
   properties: {
-    cert: { type: 'string', minLength: 1, maxLength: 20000, description: 'PEM client certificate' },
+    cert: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 20000,
+      description:
+        'PEM client certificate (chain): one or more -----BEGIN CERTIFICATE----- blocks that parse as X.509, and no other PEM block. Stored and shown in clear, as its certificate blocks only (text between them left out). A private key (a combined cert+key file), or any other block, is refused: 400 validation-error naming config.mtls.cert, and nothing is written',
+    },
     key: { type: 'string', minLength: 1, maxLength: 20000, description: 'PEM private key; write-only, stored encrypted' },
-    ca: { type: 'string', minLength: 1, maxLength: 50000, description: 'PEM CA bundle to trust' },
+    ca: { type: 'string', minLength: 1, maxLength: 50000, description: 'PEM CA bundle to trust: certificates only, checked, stored and shown as cert is (400 validation-error naming config.mtls.ca otherwise)' },
   },
   additionalProperties: false,
 };
@@ -34,7 +41,7 @@ const destinationConfig = {
   },
   additionalProperties: true,
   description:
-    'Unknown keys are kept and shown as given, so keys that name a credential, at any depth (by words: secret, password, credential, bearer, jwt, cookie anywhere; …_token, …_signature, …_auth, …_hmac at the end; key and <kind>_key except data keys such as idempotency_key: services/api/README.md, lib/secret-keys.ts) are refused, naming the path: send credentials as a config.headers entry (write-only) or in the URL userinfo. On PATCH, null removes such a key stored earlier.',
+    'Unknown keys are kept and shown as given, so keys that name a credential, at any depth (by words, a word run together with one of these read as the two, e.g. webhooksecret, authtoken: secret, password, credential, bearer, jwt, cookie anywhere; …_token, …_signature, …_auth, …_hmac at the end; key and <kind>_key except data keys such as idempotency_key: services/api/README.md, packages/logger/src/secret-names.ts) are refused, naming the path: send credentials as a config.headers entry (write-only) or in the URL userinfo. On PATCH, null removes such a key stored earlier.',
 } as const;
 
 const fields = {
@@ -45,7 +52,7 @@ const fields = {
     maxLength: 2000,
     pattern: '^[Hh][Tt][Tt][Pp][Ss]?://',
     description:
-      'http(s) URL. Userinfo (https://user:password@host/…) is sent as HTTP Basic auth and is write-only: views show https://user:****@host/… (https://****@host/… when the user name is the only credential). The values of query parameters named as credentials (the credential-header rule: names with auth, token, key, secret, password, signature, session or credential, e.g. access_token, api_key) are write-only too: views show them as name=**** with the rest of the URL as given. Sending that masked URL back keeps the stored credentials if the origin and user are unchanged (for masked query values: if nothing else in the URL changed) and cluster_id does not change; otherwise, or on create, a URL carrying **** in a credential is refused. A PATCH changing cluster_id (onto an edge cluster, between clusters, or off one) must send url again with the credentials in clear, or without them, when the stored URL carries any.',
+      'http(s) URL. Userinfo (https://user:password@host/…) is sent as HTTP Basic auth and is write-only: views show https://user:****@host/… (https://****@host/… when the user name is the only credential). The values of query parameters named as credentials (the credential-header rule, see config.headers, e.g. access_token, api_key, apitoken, hapikey, sid, sessionid; and code, an Azure Functions key) are write-only too: views show them as name=**** with the rest of the URL as given. Sending that masked URL back keeps the stored credentials if the origin and user are unchanged (for masked query values: if nothing else in the URL changed) and cluster_id does not change; otherwise, or on create, a URL carrying **** in a credential is refused. A PATCH changing cluster_id (onto an edge cluster, between clusters, or off one) must send url again with the credentials in clear, or without them, when the stored URL carries any.',
   },
   method: { type: 'string', enum: ['POST', 'PUT', 'PATCH'] },
   cluster_id: {
@@ -110,7 +117,7 @@ export const destinationView: JsonSchema = {
     config: {
       type: 'object',
       description:
-        'Delivery settings. Credential-bearing header values (authorization, cookie, names with auth, token, key, secret, password, signature, session or credential) are write-only and shown as "[redacted]"; a PATCH that sends "[redacted]" back keeps the stored value, unless it moves url to another origin (scheme, host or port) or changes cluster_id (onto an edge cluster, between clusters, or off one): then each must be sent again in clear or removed. A secret-looking key stored before such keys were refused is shown as "[redacted]".',
+        `Delivery settings. Credential-bearing header values (${CREDENTIAL_NAMES}) are write-only and shown as "[redacted]"; a PATCH that sends "[redacted]" back keeps the stored value, unless it moves url to another origin (scheme, host or port) or changes cluster_id (onto an edge cluster, between clusters, or off one): then each must be sent again in clear or removed. A secret-looking key stored before such keys were refused is shown as "[redacted]". mtls.cert and mtls.ca show their certificate blocks only.`,
     },
     signing_secrets_count: { type: 'integer' },
     signing_secret: { type: 'string', description: 'Only in the create (or rotate) response' },

@@ -7,8 +7,9 @@ import { announce, duplicateName, lockNames, unresolved } from '../lib/config-wr
 import type { Destination } from '../lib/models';
 import { REDACTED, redactSecretLookingKeys, secretLookingKeyErrors } from '../ingesters/secret-config-keys';
 import { isCredentialHeader, isSecretLookingKey } from '@hookline/logger';
-import { isSendableHeaderValue, RESERVED_HEADER } from '@hookline/delivery';
+import { certificateBundleProblem, certificatesOnly, isSendableHeaderValue, RESERVED_HEADER } from '@hookline/delivery';
 import type { DestinationBody, DestinationConfigInput } from './destination.schema';
+import { keepRedactedHeaders, NOTHING_STORED, shownHeaders } from '../lib/credential-headers';
 import { hasMaskedCredentials, hasUrlCredentials, maskUrlCredentials, normaliseCredentialUrl, restoreUrlCredentials, URL_SECRET_MASK } from './url-credentials';
 
 // Header values that carry credentials are write-only, like the signing secret: views show
@@ -16,12 +17,12 @@ import { hasMaskedCredentials, hasUrlCredentials, maskUrlCredentials, normaliseC
 // it moves the URL to another origin or the destination to another cluster (cluster_id
 // changed: onto an edge cluster, between clusters, or off one). Then each must be sent again
 // or removed, as the URL password must: a write cannot send stored credentials to a server,
-// or to a cluster's agents, of its choosing. Which headers are credentials: lib/secret-keys.ts.
+// or to a cluster's agents, of its choosing. Which headers are credentials: isCredentialHeader
+// (@hookline/logger, secret-names.ts); views and placeholders: lib/credential-headers.ts.
 export { REDACTED, isCredentialHeader };
 
-function shownHeaders(headers: unknown): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(asObject(headers)).map(([name, value]) => [name, isCredentialHeader(name) ? REDACTED : value]));
-}
+/** A stored certificate (or CA bundle) as shown: its CERTIFICATE blocks only, so a private key stored beside it never is. */
+const shownCertificates = (pem: unknown): string | undefined => (typeof pem === 'string' ? certificatesOnly(pem) : undefined);
 
 export function destinationToView(row: Destination, shownSecret?: string): Record<string, unknown> {
   const { mtls, ...stored } = asObject(row.config);
@@ -39,7 +40,9 @@ export function destinationToView(row: Destination, shownSecret?: string): Recor
     method: row.method,
     state: row.state,
     disabled_reason: row.disabledReason,
-    config: { ...config, ...(mtls ? { mtls: { cert: m['cert'], ...(m['ca'] ? { ca: m['ca'] } : {}), key_set: Boolean(m['key_sealed']) } } : {}) },
+    // cert and ca as their certificate blocks only: a row stored before anything else was
+    // refused (a cert pasted with its key) shows no key.
+    config: { ...config, ...(mtls ? { mtls: { cert: shownCertificates(m['cert']), ...(m['ca'] ? { ca: shownCertificates(m['ca']) } : {}), key_set: Boolean(m['key_sealed']) } } : {}) },
     signing_secrets_count: row.secrets.length,
     ...(shownSecret ? { signing_secret: shownSecret } : {}),
     created_at: iso(row.createdAt),
@@ -47,7 +50,6 @@ export function destinationToView(row: Destination, shownSecret?: string): Recor
   };
 }
 
-const NOTHING_STORED = 'is the redaction placeholder and there is no stored value to keep';
 const UNSENDABLE_STORED =
   'is the redaction placeholder and the stored value cannot be sent (a control character, DEL or a character beyond U+00FF; it is left out of requests): send a new value in clear, or leave the header out to remove it';
 
@@ -105,16 +107,10 @@ function headersToStore(config: DestinationConfigInput | undefined, stored: Reco
     }
     return undefined;
   }
-  const entries = Object.entries(headers as Record<string, unknown>);
-  for (const [name, value] of entries) {
-    if (value !== REDACTED) continue;
-    const kept = stored[name];
-    if (typeof kept !== 'string') errors.push({ field: `config.headers.${name}`, message: NOTHING_STORED });
-    else if (moved) errors.push({ field: `config.headers.${name}`, message: movedPlaceholder(moved) });
-    // Stored before such values were refused: the deliverer leaves it out, so it is not kept.
-    else if (!isSendableHeaderValue(kept)) errors.push({ field: `config.headers.${name}`, message: UNSENDABLE_STORED });
-  }
-  return Object.fromEntries(entries.map(([name, value]) => [name, value === REDACTED ? stored[name] : value]));
+  return keepRedactedHeaders(headers as Record<string, unknown>, stored, 'config.headers', errors, (kept) =>
+    // An unsendable value was stored before such values were refused: the deliverer leaves it out, so it is not kept.
+    moved ? movedPlaceholder(moved) : !isSendableHeaderValue(kept) ? UNSENDABLE_STORED : null,
+  );
 }
 
 function checkUrl(url: string | undefined, errors: FieldError[]): void {
@@ -155,11 +151,26 @@ function urlToStore(given: string, stored: string | null, errors: FieldError[]):
   return url;
 }
 
-/** The stored form of config: the mTLS private key sealed, never kept in clear. */
+/**
+ * config.mtls.cert and ca are stored and shown in clear, so they must be certificates and
+ * nothing else: one or more PEM CERTIFICATE blocks that parse as X.509, and no other PEM
+ * block (a cert pasted with its private key is refused; the key goes in mtls.key, sealed).
+ */
+function checkMtls(config: DestinationConfigInput | undefined, errors: FieldError[]): void {
+  const mtls = config?.mtls;
+  if (!mtls || typeof mtls !== 'object') return;
+  for (const field of ['cert', 'ca'] as const) {
+    const pem = mtls[field];
+    const problem = typeof pem === 'string' ? certificateBundleProblem(pem) : null;
+    if (problem) errors.push({ field: `config.mtls.${field}`, message: problem });
+  }
+}
+
+/** The stored form of config: the mTLS private key sealed, never kept in clear; cert and ca as their certificate blocks only. */
 function storeConfig(app: AppContext, input: DestinationConfigInput): Record<string, unknown> {
   const { mtls, ...rest } = input;
   if (!mtls) return rest;
-  return { ...rest, mtls: { cert: mtls.cert, ...(mtls.ca ? { ca: mtls.ca } : {}), key_sealed: app.box.seal(mtls.key) } };
+  return { ...rest, mtls: { cert: certificatesOnly(mtls.cert), ...(mtls.ca ? { ca: certificatesOnly(mtls.ca) } : {}), key_sealed: app.box.seal(mtls.key) } };
 }
 
 /** Inside the write's transaction, after lockNames: a cluster DELETE takes the same locks, so it cannot slip between this check and the write. */
@@ -179,6 +190,7 @@ export async function createDestination(app: AppContext, tenantId: string, body:
   checkUrl(body.url, errors);
   checkHeaders(body.config, errors, {});
   checkConfigKeys(body.config, errors, false);
+  checkMtls(body.config, errors);
   errors.push(...whsecFieldErrors('signing_secret', body.signing_secret));
   const url = urlToStore(body.url, null, errors);
   if (errors.length) throw AppError.validation(errors);
@@ -217,6 +229,7 @@ export async function patchDestination(app: AppContext, tenantId: string, id: st
   checkUrl(body.url, errors);
   checkHeaders(body.config, errors);
   checkConfigKeys(body.config, errors, true);
+  checkMtls(body.config, errors);
   errors.push(...whsecFieldErrors('signing_secret', body.signing_secret));
   if (body.signing_secret && body.rotate_signing_secret) errors.push({ field: 'rotate_signing_secret', message: 'cannot be combined with signing_secret' });
   if (errors.length) throw AppError.validation(errors);

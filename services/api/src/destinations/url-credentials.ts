@@ -1,12 +1,13 @@
-import { isCredentialHeader } from '@hookline/logger';
+import { isCredentialQueryName } from '@hookline/logger';
 
 /**
  * A destination URL's userinfo (https://user:password@host/…) is sent by the deliverer as
  * HTTP Basic credentials, so it is a secret: views show it masked as
  * `https://user:****@host/path` (or `https://****@host/path` when the user name is the only
  * credential, as in `https://api-key@host`, sent as Basic `api-key:`). So are the values of
- * query parameters named as credentials (the credential-header rule of lib/secret-keys.ts:
- * access_token, api_key, key, …): `?access_token=****`, name and the rest of the URL as given.
+ * query parameters named as credentials (isCredentialQueryName, @hookline/logger: the
+ * credential-header rule, access_token, api_key, apitoken, sessionid, sid, …, plus `code`,
+ * an Azure Functions key): `?access_token=****`, name and the rest of the URL as given.
  */
 export const URL_SECRET_MASK = '****';
 
@@ -46,7 +47,7 @@ function decodedName(name: string): string {
 function credentialValue(part: string): string | null {
   const eq = part.indexOf('=');
   if (eq <= 0 || eq === part.length - 1) return null;
-  return isCredentialHeader(decodedName(part.slice(0, eq))) ? part.slice(eq + 1) : null;
+  return isCredentialQueryName(decodedName(part.slice(0, eq))) ? part.slice(eq + 1) : null;
 }
 
 /** The text with each credential query value replaced by the mask; everything else as given. */

@@ -2,6 +2,7 @@ import { AppError } from '@hookline/errors';
 import { shownStatus } from '@hookline/delivery';
 import type { Prisma } from '@hookline/db';
 import type { AppContext } from '../context';
+import { idRangeWhere } from '../http/id-window';
 import { findPage, pageWhere, readPage, readTimeRange, stringParam } from '../http/pagination';
 import type { AuthedRoute } from '../http/route';
 import { listBody, listOf } from '../http/schemas';
@@ -10,7 +11,11 @@ import { EVENT_STATUSES, eventToView, eventView } from './event.view';
 
 const TAG = 'Events';
 
-/** Filters of the event lists (events, traces); `event_id` sets `id`, so page with `pageWhere`. */
+/**
+ * Filters of the event lists (events, traces); `event_id` sets `id`, so page with `pageWhere`.
+ * `since`/`until` filter received_at, which no index covers: they also bound the id
+ * (id-window.ts), so that events_tenant_id_id_idx reads the window, not the whole history.
+ */
 export function eventWhere(tenantId: string, query: Record<string, unknown>): Prisma.EventWhereInput {
   const status = stringParam(query, 'status');
   if (status !== undefined && !(EVENT_STATUSES as readonly string[]).includes(status)) throw AppError.validation([{ field: 'status', message: `must be one of: ${EVENT_STATUSES.join(', ')}` }]);
@@ -24,7 +29,7 @@ export function eventWhere(tenantId: string, query: Record<string, unknown>): Pr
     ...(source ? { ingesterId: source } : {}),
     ...(correlation ? { correlationId: correlation } : {}),
     ...(eventId ? { id: eventId } : {}),
-    ...(range ? { receivedAt: range } : {}),
+    ...(range ? { receivedAt: range, AND: idRangeWhere('evt', range) } : {}),
   };
 }
 
@@ -52,7 +57,7 @@ export const eventRoutes: AuthedRoute[] = [
     operationId: 'events.list',
     doc: { summary: 'List events (newest first)', tag: TAG, response: listOf('events', eventView), query: ['limit', 'cursor', 'offset', 'status', 'event_id', 'source_id', 'correlation_id', 'since', 'until'] },
     handler: async (ctx) => {
-      const page = readPage(ctx.query);
+      const page = readPage(ctx.query, 'evt');
       const where = eventWhere(ctx.tenantId, ctx.query);
       const result = await findPage(page, (a) => ctx.app.prisma.event.findMany({ ...a, where: pageWhere(where, a) }));
       return ok(listBody('events', result, (r) => eventToView(r)));

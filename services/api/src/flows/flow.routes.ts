@@ -12,7 +12,7 @@ const BASE = '/v1/tenants/:tid/delivery-flows';
 const TAG = 'Delivery flows';
 
 export async function listFlows(ctx: RequestContext, plural: string): Promise<Record<string, unknown>> {
-  const page = readPage(ctx.query);
+  const page = readPage(ctx.query, 'flw');
   const source = stringParam(ctx.query, 'source_id');
   const destination = stringParam(ctx.query, 'destination_id');
   const where = { tenantId: ctx.tenantId, ...stateFilter(ctx.query), ...(source ? { ingesterId: source } : {}), ...(destination ? { destinationId: destination } : {}) };

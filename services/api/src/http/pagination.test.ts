@@ -26,6 +26,22 @@ describe('readPage', () => {
     expect(fields({ offset: '2147483648' })).toEqual(['offset']);
     expect(fields({ offset: '2147483647' })).toEqual([]);
   });
+
+  it('takes only a cursor of its own list when told its kind of id', () => {
+    expect(readPage({ cursor: encodeCursor(id(7)) }, 'dlv')).toEqual({ limit: 20, mode: 'cursor', beforeId: id(7) });
+    const refused = (kind: 'evt' | 'att', cursor: string) => {
+      try {
+        readPage({ cursor }, kind);
+        return null;
+      } catch (err) {
+        return (err as { extras: { errors: { field: string; message: string }[] } }).extras.errors;
+      }
+    };
+    expect(refused('evt', encodeCursor(id(7)))).toEqual([{ field: 'cursor', message: 'is not a cursor of this list' }]);
+    expect(refused('att', encodeCursor(id(7)))).toEqual([{ field: 'cursor', message: 'is not a cursor of this list' }]);
+    // Not an id at all stays the generic refusal.
+    expect(refused('evt', 'zzz')).toEqual([{ field: 'cursor', message: 'is not a cursor this API issued' }]);
+  });
 });
 
 describe('pageResult', () => {
@@ -43,6 +59,21 @@ describe('readTimeRange', () => {
     expect(readTimeRange({})).toBeUndefined();
     expect(() => readTimeRange({ until: '1700000000' })).toThrow();
     expect(() => readTimeRange({ since: '0000-01-01T00:00:00Z' })).toThrow();
+  });
+
+  it('refuses until before since, naming until; equal bounds are an empty window', () => {
+    const errors = (q: Record<string, unknown>) => {
+      try {
+        readTimeRange(q);
+        return null;
+      } catch (err) {
+        return (err as { extras: { errors: { field: string; message: string }[] } }).extras.errors;
+      }
+    };
+    expect(errors({ since: '2024-01-02', until: '2024-01-01T23:59:59.999Z' })).toEqual([{ field: 'until', message: 'must not be before since' }]);
+    expect(errors({ since: '2024-01-01', until: '2024-01-01T00:00:00Z' })).toBeNull();
+    // A malformed bound is reported alone (no comparison with it).
+    expect(errors({ since: '2024-01-02', until: 'yesterday' })).toEqual([{ field: 'until', message: expect.stringContaining('ISO 8601') }]);
   });
 
   it('takes ISO 8601 date-times with an offset (±hh:mm or ±hhmm) or plain dates (midnight UTC), and refuses impossible dates rather than rolling them over', () => {

@@ -1,3 +1,4 @@
+import type { IdPrefix } from '@hookline/db';
 import { AppError, type FieldError } from '@hookline/errors';
 
 export const DEFAULT_LIMIT = 20;
@@ -22,6 +23,7 @@ export function encodeCursor(id: string): string {
   return Buffer.from(id, 'utf8').toString('base64url');
 }
 
+/** The id a cursor holds, or null when it is not a cursor this API issued (not an id). */
 function decodeCursor(cursor: string): string | null {
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
   return /^[a-z]{2,4}_[0-9a-z]{26}$/.test(id) ? id : null;
@@ -36,8 +38,13 @@ function intParam(v: unknown, field: string, errors: FieldError[]): number | und
   return Number(v);
 }
 
-/** Reads `limit`, `cursor` and `offset` from a query; out-of-range values are a 400. */
-export function readPage(query: Record<string, unknown>): Page {
+/**
+ * Reads `limit`, `cursor` and `offset` from a query; out-of-range values are a 400.
+ * `kind`: the id prefix of the list's rows (the ids its cursors hold). A cursor of another
+ * list (another kind of id) is a 400 too: compared with this list's ids it would give an
+ * empty page (ids of a prefix sorting before) or the list from its start (after).
+ */
+export function readPage(query: Record<string, unknown>, kind?: IdPrefix): Page {
   const errors: FieldError[] = [];
   const limit = intParam(query['limit'], 'limit', errors) ?? DEFAULT_LIMIT;
   if (limit < 1 || limit > MAX_LIMIT) errors.push({ field: 'limit', message: `must be between 1 and ${MAX_LIMIT}` });
@@ -48,6 +55,7 @@ export function readPage(query: Record<string, unknown>): Page {
   if (cursor !== undefined && cursor !== '') {
     beforeId = typeof cursor === 'string' ? decodeCursor(cursor) : null;
     if (!beforeId) errors.push({ field: 'cursor', message: 'is not a cursor this API issued' });
+    else if (kind !== undefined && !beforeId.startsWith(`${kind}_`)) errors.push({ field: 'cursor', message: 'is not a cursor of this list' });
     if (offset !== undefined) errors.push({ field: 'offset', message: 'cannot be combined with cursor' });
   }
   if (errors.length) throw AppError.validation(errors);
@@ -117,7 +125,12 @@ export function parseTimestamp(v: string): Date | null {
   return new Date(at.getTime() - (m[8] === '-' ? -1 : 1) * (offsetH * 60 + offsetM) * 60_000);
 }
 
-/** `since`/`until` (ISO 8601 timestamps, see parseTimestamp) as a created-at range; anything else is a 400 naming the parameter. */
+/**
+ * `since`/`until` (ISO 8601 timestamps, see parseTimestamp) as a created-at range, `since`
+ * included and `until` not; anything else is a 400 naming the parameter, and so is an
+ * `until` before `since` (a window that cannot hold anything is the caller's mistake, not an
+ * empty list; `until` equal to `since` is an empty window, taken).
+ */
 export function readTimeRange(query: Record<string, unknown>): { gte?: Date; lt?: Date } | undefined {
   const errors: FieldError[] = [];
   const read = (name: string): Date | undefined => {
@@ -134,6 +147,7 @@ export function readTimeRange(query: Record<string, unknown>): { gte?: Date; lt?
   };
   const since = read('since');
   const until = read('until');
+  if (since && until && until.getTime() < since.getTime()) errors.push({ field: 'until', message: 'must not be before since' });
   if (errors.length) throw AppError.validation(errors);
   if (!since && !until) return undefined;
   return { ...(since ? { gte: since } : {}), ...(until ? { lt: until } : {}) };

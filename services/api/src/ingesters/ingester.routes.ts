@@ -13,7 +13,7 @@ const TAG = 'Ingesters (endpoints)';
 
 /** Shared by the tenant routes, the flat `/v1/endpoints` and the BFF cluster view. */
 export async function listIngesters(ctx: RequestContext, plural: string, clusterId?: string): Promise<Record<string, unknown>> {
-  const page = readPage(ctx.query);
+  const page = readPage(ctx.query, 'ing');
   const where = { tenantId: ctx.tenantId, ...stateFilter(ctx.query), ...(clusterId ? { clusterId } : {}) };
   const result = await findPage(page, (a) => ctx.app.prisma.ingester.findMany({ ...a, where: { ...where, ...a.where } }));
   return listBody(plural, result, (r) => ingesterToView(ctx.app, r));

@@ -1,4 +1,5 @@
 import type { AuthedRoute } from '../http/route';
+import { idRangeWhere } from '../http/id-window';
 import { findPage, readPage, readTimeRange } from '../http/pagination';
 import { listBody, listOf } from '../http/schemas';
 import { iso, ok } from '../lib/format';
@@ -36,9 +37,10 @@ export const rejectionRoutes: AuthedRoute[] = [
       const ingesterId = ctx.params['iid']!;
       // As its GET: a DELETED ingester is not found.
       await findIngester(ctx.app, ctx.tenantId, ingesterId);
-      const page = readPage(ctx.query);
+      const page = readPage(ctx.query, 'rej');
       const range = readTimeRange(ctx.query);
-      const where = { tenantId: ctx.tenantId, ingesterId, ...(range ? { createdAt: range } : {}) };
+      // created_at has no index: the id bounds (id-window.ts) let (ingester_id, id) read the window.
+      const where = { tenantId: ctx.tenantId, ingesterId, ...(range ? { createdAt: range, AND: idRangeWhere('rej', range) } : {}) };
       const result = await findPage(page, (a) => ctx.app.prisma.ingestRejection.findMany({ ...a, where: { ...where, ...a.where } }));
       return ok(listBody('rejections', result, rejectionToView));
     },

@@ -1,7 +1,8 @@
 import * as z from 'zod';
 import { AppError } from '@hookline/errors';
+import { asServiceError } from '../http/api-problem';
 import { requireScope } from './mcp-auth';
-import { auditMcp } from './mcp-audit';
+import { startMcpAudit } from './mcp-audit';
 import { TOOL_GROUP_NEEDS } from './mcp-grants';
 import type { McpContext } from './mcp-deps';
 import { parseOr400 } from './mcp-http';
@@ -63,13 +64,45 @@ export function findTool(name: string): AnyTool | undefined {
   return MCP_TOOLS.find((t) => t.name === name);
 }
 
+/** At most this many names of unknown arguments are audited, each cut to MAX_NAME characters. */
+const MAX_EXTRA = 20;
+const MAX_NAME = 100;
+
+/**
+ * What the audit row records of a write call's arguments: never the raw input. `arguments`
+ * holds each argument the tool takes as its schema parsed it (one that does not parse is
+ * named in `invalid_arguments` instead); arguments the tool does not take are named in
+ * `extra_arguments` (MCP drops them, the REST mirror refuses them), their values never kept.
+ */
+export function auditedArguments(tool: AnyTool, raw: unknown): Record<string, unknown> {
+  if (raw !== undefined && raw !== null && (typeof raw !== 'object' || Array.isArray(raw))) return { arguments: {}, invalid_arguments: ['arguments'] };
+  const given = (raw ?? {}) as Record<string, unknown>;
+  const args: Record<string, unknown> = {};
+  const invalid: string[] = [];
+  for (const [name, schema] of Object.entries(tool.input)) {
+    if (!Object.hasOwn(given, name)) continue;
+    const r = z.safeParse(schema, given[name]);
+    if (!r.success) invalid.push(name);
+    else if (r.data !== undefined) args[name] = r.data;
+  }
+  const extra = Object.keys(given).filter((k) => !Object.hasOwn(tool.input, k));
+  return {
+    arguments: args,
+    ...(invalid.length ? { invalid_arguments: invalid } : {}),
+    ...(extra.length ? { extra_arguments: extra.slice(0, MAX_EXTRA).map((k) => k.slice(0, MAX_NAME)) } : {}),
+    ...(extra.length > MAX_EXTRA ? { extra_arguments_total: extra.length } : {}),
+  };
+}
+
 /**
  * Runs a tool for an MCP key, in this order: a read tool needs its scope (403
  * insufficient-scope), a write tool its group enabled for the key (403 write-tool-disabled
  * with tool_group); only then are the arguments checked (400 validation-error), so a caller
  * without access learns nothing from them. `strict` refuses unknown arguments (the REST
  * mirror) instead of dropping them (MCP, as its JSON Schema allows). Every write call,
- * refused or not, is audited with the arguments as sent.
+ * refused or not, is audited, fail closed: its row (auditedArguments, not the raw input) is
+ * written before anything else, and when it cannot be the call fails (500) and nothing runs;
+ * its outcome is recorded once the call ends (mcp-audit.ts, startMcpAudit).
  */
 export async function runTool(ctx: McpContext, tool: AnyTool, raw: unknown, opts: { strict: boolean }): Promise<Record<string, unknown>> {
   const input = opts.strict ? z.object(tool.input).strict() : z.object(tool.input);
@@ -78,6 +111,16 @@ export async function runTool(ctx: McpContext, tool: AnyTool, raw: unknown, opts
     return tool.run(ctx, parseOr400(input, raw));
   }
   const group = tool.access.group;
+  // The resource as the tool would read it, unknown arguments aside (even when the mirror refuses them).
+  const known = z.object(tool.input).safeParse(raw ?? {});
+  const finish = await startMcpAudit(ctx.deps.pool, {
+    tenantId: ctx.principal.tenantId,
+    actor: `mcp_key:${ctx.principal.keyId}`,
+    action: `mcp.${tool.name}`,
+    resourceId: known.success ? (tool.resourceOf?.(known.data) ?? null) : null,
+    params: { tool: tool.name, tool_group: group, ...auditedArguments(tool, raw) },
+    requestId: ctx.requestId,
+  });
   let status = 200;
   try {
     if (!ctx.principal.toolGroups.has(group)) {
@@ -85,18 +128,12 @@ export async function runTool(ctx: McpContext, tool: AnyTool, raw: unknown, opts
     }
     return await tool.run(ctx, parseOr400(input, raw));
   } catch (err) {
-    status = err instanceof AppError ? err.status : 500;
+    const mapped = asServiceError(err);
+    status = mapped instanceof AppError ? mapped.status : 500;
     throw err;
   } finally {
-    const args = input.safeParse(raw ?? {});
-    await auditMcp(ctx.deps.pool, {
-      tenantId: ctx.principal.tenantId,
-      actor: `mcp_key:${ctx.principal.keyId}`,
-      action: `mcp.${tool.name}`,
-      resourceId: args.success ? (tool.resourceOf?.(args.data) ?? null) : null,
-      params: { tool: tool.name, tool_group: group, arguments: raw ?? {} },
-      status,
-      requestId: ctx.requestId,
-    }).catch((e: Error) => ctx.deps.logger.error('mcp audit write failed', { tool: tool.name, err: e.message }));
+    // The write (if any) is done and its row is there: a failure to record the outcome leaves
+    // the row unfinished (UNFINISHED_OUTCOME) and is logged; the caller still gets the answer.
+    await finish(status).catch((e: Error) => ctx.deps.logger.error('mcp audit outcome write failed', { tool: tool.name, request_id: ctx.requestId, err: e.message }));
   }
 }

@@ -5,6 +5,7 @@ import { AppError, toProblem, type ErrorType, type ProblemDetails } from '@hookl
 import { requestId } from '@hookline/http';
 import type { Logger } from '@hookline/logger';
 import { errorMiddleware } from '../http/error.middleware';
+import { assertStorableRequest } from '../http/storable-request';
 
 /** The host app's request id when it set one (res.locals.requestId), else one of our own. */
 export const ensureRequestId: RequestHandler = (req, res, next) => {
@@ -17,6 +18,19 @@ export const ensureRequestId: RequestHandler = (req, res, next) => {
 };
 
 export const requestIdOf = (res: Response): string => String(res.locals['requestId']);
+
+/**
+ * What PostgreSQL cannot store (U+0000 in the path, the query or the parsed body; a body
+ * nested past MAX_BODY_DEPTH) is a 400 validation-error problem before anything else runs,
+ * the credential lookup included, as on every control-API route (http/route.ts). Mounted
+ * after the body parser, before every MCP route: a JSON-RPC message with a NUL anywhere in
+ * it (a tool argument the tool would drop included) is refused whole, as the transport
+ * refuses a malformed one.
+ */
+export const storableRequest: RequestHandler = (req, _res, next) => {
+  assertStorableRequest(req);
+  next();
+};
 
 /** zod issues as the catalog's validation problem: `errors: [{ field, message }]`. */
 export function parseOr400<T>(schema: z.ZodType<T>, value: unknown): T {

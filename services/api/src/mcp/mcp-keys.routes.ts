@@ -2,10 +2,11 @@ import type { Request, RequestHandler, Response, Router } from 'express';
 import type * as z from 'zod';
 import { AppError } from '@hookline/errors';
 import { authenticateApiKeyOnly, authenticateMcp, requireScope } from './mcp-auth';
-import { auditMcp } from './mcp-audit';
+import { startMcpAudit, type McpAuditEnd } from './mcp-audit';
 import { assertMayGrant, assertMayRevoke } from './mcp-grants';
 import type { RateLimit } from '../config';
 import { apiContextOf, type ApiCaller, type McpDeps } from './mcp-deps';
+import { asServiceError } from '../http/api-problem';
 import { assertJsonBody } from '../http/json-body';
 import { problemReply, replayedBody, send } from '../http/route';
 import { listBody } from '../http/schemas';
@@ -100,13 +101,25 @@ async function idempotent(deps: McpDeps, admin: KeyAdmin, req: Request, res: Res
 
 /**
  * A key-management write, once the caller is known: authorized, its JSON body (when it takes
- * one) checked, then run under its Idempotency-Key; audited, refusals included.
+ * one) checked, then run under its Idempotency-Key; audited, refusals included, fail closed as
+ * the write tools are (mcp-audit.ts, startMcpAudit): the row (the path, and the key the path
+ * names) is written first and nothing runs when it cannot be (500); the outcome, with the key
+ * and the parameters known only then, is recorded once the request ends.
  */
 function write<B = undefined>(deps: McpDeps, action: string, need: 'write' | 'elevate', run: Action<B>, body?: z.ZodType<B>): RequestHandler {
   return async (req: Request, res: Response) => {
     const admin = await identify(deps, req, res);
-    const audit = (status: number, resourceId: string | null, params: Record<string, unknown>) =>
-      auditMcp(deps.pool, { tenantId: admin.tenantId, actor: `${admin.kind}:${admin.id}`, action, resourceId, params, status, requestId: requestIdOf(res) });
+    const finish = await startMcpAudit(deps.pool, {
+      tenantId: admin.tenantId,
+      actor: `${admin.kind}:${admin.id}`,
+      action,
+      resourceId: req.params['kid'] ? param(req, 'kid') : null,
+      params: { path: req.path },
+      requestId: requestIdOf(res),
+    });
+    const ended = (status: number, end?: McpAuditEnd) =>
+      finish(status, end).catch((e: Error) => deps.logger.error('mcp audit outcome write failed', { action, request_id: requestIdOf(res), err: e.message }));
+    let out: Outcome;
     try {
       authorize(admin, req, need);
       let parsed = undefined as B;
@@ -114,13 +127,14 @@ function write<B = undefined>(deps: McpDeps, action: string, need: 'write' | 'el
         assertJsonBody(req);
         parsed = parseOr400(body, req.body);
       }
-      const out = await idempotent(deps, admin, req, res, () => run(admin, req, parsed));
-      await audit(out.status, out.resourceId, out.params ?? {});
-      send(res, { status: out.status, body: out.body });
+      out = await idempotent(deps, admin, req, res, () => run(admin, req, parsed));
     } catch (err) {
-      await audit(err instanceof AppError ? err.status : 500, req.params['kid'] ? param(req, 'kid') : null, { path: req.path }).catch(() => undefined);
+      const mapped = asServiceError(err);
+      await ended(mapped instanceof AppError ? mapped.status : 500);
       throw err;
     }
+    await ended(out.status, { resourceId: out.resourceId, params: out.params ?? {} });
+    send(res, { status: out.status, body: out.body });
   };
 }
 

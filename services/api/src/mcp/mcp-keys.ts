@@ -93,7 +93,7 @@ const SELECT = `SELECT k.id, k.name, k.prefix, k.scopes, k.created_at, k.last_us
  * a 400 validation-error.
  */
 export async function listMcpKeys(deps: McpDeps, tenantId: string, query: Record<string, unknown>): Promise<PageResult<McpKeyView>> {
-  const page = readPage(query);
+  const page = readPage(query, 'key');
   const b = pageBounds(page);
   const { rows } = await deps.pool.query<KeyRow>(`${SELECT} AND ($2::text IS NULL OR k.id < $2) ORDER BY k.id DESC LIMIT $3 OFFSET $4`, [tenantId, b.beforeId, b.take, b.skip]);
   return pageResult(rows.map((r) => view(deps, r)), page);
@@ -141,8 +141,8 @@ export async function revokeMcpKey(deps: McpDeps, tenantId: string, keyId: strin
     const { rows } = await client.query<Pick<KeyRow, 'id' | 'scopes'>>(`SELECT id, scopes FROM api_keys WHERE id = $1 AND tenant_id = $2 AND kind = 'mcp' FOR UPDATE`, [keyId, tenantId]);
     if (!rows[0]) throw AppError.notFound('MCP key');
     mayRevoke(rows[0]);
-    await client.query(`UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, [keyId]);
-    await client.query(`DELETE FROM mcp_tool_grants WHERE api_key_id = $1`, [keyId]);
+    await client.query(`UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND tenant_id = $2 AND kind = 'mcp' AND revoked_at IS NULL`, [keyId, tenantId]);
+    await client.query(`DELETE FROM mcp_tool_grants WHERE api_key_id = $1 AND tenant_id = $2`, [keyId, tenantId]);
   });
   return view(deps, await getKey(deps, tenantId, keyId));
 }
@@ -161,13 +161,13 @@ export async function setToolGroup(deps: McpDeps, tenantId: string, keyId: strin
     // row) is waited for, so no group outlives the key.
     const { rowCount } = await deps.pool.query(
       `INSERT INTO mcp_tool_grants (api_key_id, tool_group, tenant_id, granted_by)
-       SELECT k.id, $2, $3, $4 FROM (SELECT id FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR SHARE) k
+       SELECT k.id, $2, $3, $4 FROM (SELECT id FROM api_keys WHERE id = $1 AND tenant_id = $3 AND kind = 'mcp' AND revoked_at IS NULL FOR SHARE) k
        ON CONFLICT DO NOTHING`,
       [keyId, group, tenantId, grantedBy],
     );
     if (!rowCount && (await getKey(deps, tenantId, keyId)).revoked_at) throw new AppError('conflict', 'The MCP key is revoked.');
   } else {
-    await deps.pool.query(`DELETE FROM mcp_tool_grants WHERE api_key_id = $1 AND tool_group = $2`, [keyId, group]);
+    await deps.pool.query(`DELETE FROM mcp_tool_grants WHERE api_key_id = $1 AND tool_group = $2 AND tenant_id = $3`, [keyId, group, tenantId]);
   }
   return view(deps, await getKey(deps, tenantId, keyId));
 }

@@ -1,8 +1,9 @@
 import { AppError } from '@hookline/errors';
-import { shownStatusSql } from '@hookline/delivery';
+import { CLAIMABLE_STATUSES, freeSql, heldSql, shownStatusSql } from '@hookline/delivery';
 import { queueDepths } from '@hookline/queues';
 import { readClusterStatus } from '../edge/cluster-status';
 import type { McpDeps } from './mcp-deps';
+import { decodeCursor, encodeCursor } from './mcp-evidence';
 
 export type Row = Record<string, unknown>;
 
@@ -29,11 +30,29 @@ export async function health(deps: McpDeps): Promise<Row> {
   return { status: database.ok && redis.ok ? 'ok' : 'degraded', service: 'hookline-api', version: deps.build.version, commit: deps.build.commit, time: new Date().toISOString(), checks: { database, redis } };
 }
 
-/** Readiness across domains: storage, queues, and this tenant's evidence pipeline. */
+/** get_readiness counts the tenant's open deliveries up to this many (then `open_capped`). */
+export const OPEN_DELIVERIES_CAP = 1000;
+
+/**
+ * Readiness across domains: storage, the queues, and this tenant's deliveries and evidence
+ * pipeline. Only this tenant's figures: the queues are shared by every tenant, so they say
+ * ok (readable) or not, never their depths; the tenant's backlog is its open deliveries
+ * (pending, failed or replaying) in PostgreSQL, counted up to OPEN_DELIVERIES_CAP through
+ * deliveries_tenant_id_status_id_idx (a bounded read, however large the backlog).
+ */
 export async function readiness(deps: McpDeps, tenantId: string): Promise<Row> {
   const [database, redis] = await Promise.all([check(deps, 'database', deps.pool.query('SELECT 1')), check(deps, 'redis', deps.redis.ping())]);
-  const depths = redis.ok ? await attempt(deps, 'queues', queueDepths(deps.producer)) : null;
-  const queues = depths ? { ok: true, depths } : { ok: false };
+  const queues = { ok: redis.ok && (await attempt(deps, 'queues', queueDepths(deps.producer))) !== null };
+  const open = database.ok
+    ? await attempt(
+        deps,
+        'deliveries',
+        deps.pool
+          .query<{ open: number }>(`SELECT count(*)::int AS open FROM (SELECT 1 FROM deliveries WHERE tenant_id = $1 AND status IN ('pending', 'failed', 'replaying') LIMIT $2) d`, [tenantId, OPEN_DELIVERIES_CAP + 1])
+          .then((r) => r.rows[0]?.open ?? 0),
+      )
+    : null;
+  const deliveries = open === null ? { ok: false } : { ok: true, open: Math.min(open, OPEN_DELIVERIES_CAP), open_capped: open > OPEN_DELIVERIES_CAP };
   const evidence = database.ok
     ? await deps.pool
         .query<{ unsealed: string; latest_root_at: Date | null }>(
@@ -43,7 +62,7 @@ export async function readiness(deps: McpDeps, tenantId: string): Promise<Row> {
         )
         .then((r) => ({ ok: true, unsealed_receipts: Number(r.rows[0]?.unsealed ?? 0), latest_root_at: r.rows[0]?.latest_root_at?.toISOString() ?? null }))
     : { ok: false };
-  const domains = { database, redis, queues, evidence };
+  const domains = { database, redis, queues, deliveries, evidence };
   return { status: Object.values(domains).every((d) => d.ok) ? 'ready' : 'degraded', domains };
 }
 
@@ -74,41 +93,63 @@ export interface DeliveryFilter {
   cursor?: string;
 }
 
+/**
+ * The status filter on stored rows, as the REST list's statusWhere (deliveries/delivery.queries.ts):
+ * `delivering` is a claimable status under a live lease, a claimable status matches only rows
+ * without one, any other status is itself. A test on the stored status column, so
+ * deliveries_tenant_id_status_id_idx finds the rows; the shown status (shownStatusSql, a
+ * CASE) could only be tested row by row, on every delivery of every tenant walked in id order.
+ */
+function statusSql(status: string, param: (v: unknown) => string): string {
+  if (status === 'delivering') return heldSql('deliveries');
+  if ((CLAIMABLE_STATUSES as readonly string[]).includes(status)) return `status = ${param(status)}::"DeliveryStatus" AND ${freeSql('deliveries')}`;
+  return `status = ${param(status)}::"DeliveryStatus"`;
+}
+
 /** Newest first; the cursor is the last id of the previous page. */
 export async function listDeliveries(deps: McpDeps, tenantId: string, f: DeliveryFilter): Promise<Row> {
   const limit = f.limit ?? 20;
-  const { rows } = await deps.pool.query<Row>(
-    `SELECT ${DELIVERY_COLUMNS} FROM deliveries
-      WHERE tenant_id = $1 AND ($2::text IS NULL OR ${shownStatusSql('deliveries')} = $2) AND ($3::text IS NULL OR event_id = $3)
-        AND ($4::text IS NULL OR destination_id = $4) AND ($5::text IS NULL OR id < $5)
-      ORDER BY id DESC LIMIT $6`,
-    [tenantId, f.status ?? null, f.event_id ?? null, f.destination_id ?? null, f.cursor ?? null, limit + 1],
-  );
+  const values: unknown[] = [];
+  const param = (v: unknown): string => `$${values.push(v)}`;
+  const where = [`tenant_id = ${param(tenantId)}`];
+  if (f.status !== undefined) where.push(statusSql(f.status, param));
+  if (f.event_id !== undefined) where.push(`event_id = ${param(f.event_id)}`);
+  if (f.destination_id !== undefined) where.push(`destination_id = ${param(f.destination_id)}`);
+  if (f.cursor !== undefined) where.push(`id < ${param(f.cursor)}`);
+  const { rows } = await deps.pool.query<Row>(`SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ${param(limit + 1)}`, values);
   const page = rows.slice(0, limit).map(isoRow);
   return { deliveries: page, next_cursor: rows.length > limit ? String(page[page.length - 1]?.['id']) : null };
 }
 
 /**
- * The planes: the shared control and delivery planes, and the tenant's edge clusters with
- * `connected` and `in_flight` as the cluster views compute them (readClusterStatus);
- * status `online` while connected, else `stale` (seen before) or `never_seen`.
+ * The planes, a page at a time: the shared control and delivery planes (first page only),
+ * then the tenant's edge clusters, newest first, `limit` (default 20, max 100) a page, with
+ * `connected` and `in_flight` as the cluster views compute them (readClusterStatus); status
+ * `online` while connected, else `stale` (seen before) or `never_seen`. The cursor
+ * (`next_cursor`, opaque) is the last cluster of the previous page.
  */
-export async function planes(deps: McpDeps, tenantId: string): Promise<Row> {
-  const [database, redis] = await Promise.all([check(deps, 'database', deps.pool.query('SELECT 1')), check(deps, 'redis', deps.redis.ping())]);
-  const { rows } = await deps.pool.query<Row & { id: string; last_seen_at: Date | null }>(
-    `SELECT id, name, state::text AS state, last_seen_at, agent_version, created_at FROM clusters WHERE tenant_id = $1 AND state <> 'DELETED' ORDER BY id DESC LIMIT 100`,
-    [tenantId],
+export async function planes(deps: McpDeps, tenantId: string, page: { limit?: number; cursor?: string } = {}): Promise<Row> {
+  const limit = page.limit ?? 20;
+  const after = page.cursor ? decodeCursor(page.cursor) : null;
+  const { rows: found } = await deps.pool.query<Row & { id: string; last_seen_at: Date | null }>(
+    `SELECT id, name, state::text AS state, last_seen_at, agent_version, created_at FROM clusters
+      WHERE tenant_id = $1 AND state <> 'DELETED' AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
+    [tenantId, after, limit + 1],
   );
+  const rows = found.slice(0, limit);
+  const last = rows[rows.length - 1];
+  const next = found.length > limit && last ? encodeCursor(last.id) : null;
   const status = await readClusterStatus(deps.pool, rows.map((c) => ({ id: c.id, lastSeenAt: c.last_seen_at })));
   const edge = (c: (typeof rows)[number]): Row => {
     const { connected, in_flight } = status.get(c.id) ?? { connected: false, in_flight: 0 };
     return { ...isoRow(c), kind: 'edge_cluster', status: connected ? 'online' : c.last_seen_at ? 'stale' : 'never_seen', connected, in_flight };
   };
-  return {
-    planes: [
+  const shared = async (): Promise<Row[]> => {
+    const [database, redis] = await Promise.all([check(deps, 'database', deps.pool.query('SELECT 1')), check(deps, 'redis', deps.redis.ping())]);
+    return [
       { id: 'control', kind: 'control_plane', name: 'Hookline control API', status: database.ok ? 'ok' : 'degraded' },
       { id: 'delivery', kind: 'data_plane', name: 'Hookline ingest, router and deliverer', status: database.ok && redis.ok ? 'ok' : 'degraded' },
-      ...rows.map(edge),
-    ],
+    ];
   };
+  return { planes: [...(after ? [] : await shared()), ...rows.map(edge)], next_cursor: next, has_more: next !== null };
 }

@@ -55,11 +55,26 @@ const op = (o: Op): Doc => ({
 const RATE =
   "Rate-limited per tenant as the control API (its plan's RATE_LIMITS bucket, shared with the control API) and per MCP key (the key's own bucket: its rate_limit, else MCP_KEY_RATE_LIMIT, never above the plan's): a token from each, all or none, so a refusal by one spends nothing of the other; 429 rate-limit-exceeded with retry_after_seconds and Retry-After when either is empty. X-RateLimit-Limit and X-RateLimit-Remaining describe the bucket that binds (the one that refused, else the one with the fewest tokens left), named by X-RateLimit-Scope: tenant or mcp_key.";
 
-/** A REST mirror read (SPEC.md, MCP evidence endpoints): MCP key, one scope, the key's and the tenant's rate limits. */
+/** Every MCP route, before anything else (the credential lookup included). */
+const STORABLE = 'A NUL (U+0000) in the path, the query or the body is a 400 validation-error (field path, query or the body field), before authentication.';
+
+/**
+ * A REST mirror read (SPEC.md, MCP evidence endpoints): MCP key, one scope, the key's and the
+ * tenant's rate limits. An `{id}` of another shape than the tool takes is a 404, as an unknown one.
+ */
 const mirror = (operationId: string, summary: string, scope: string, response: Doc, params: string[] = [], extra: Doc[] = [], description?: string): Doc => ({
-  get: op({ operationId, summary, description: description ? `${description} ${RATE}` : RATE, security: MCP_KEY, scope, params: [...pathParams(...params), ...extra], responses: { 200: json(response), ...errors(...(extra.length ? [400] : []), 401, 403, ...(params.length ? [404] : []), 429) } }),
+  get: op({
+    operationId,
+    summary,
+    description: [description, STORABLE, RATE].filter(Boolean).join(' '),
+    security: MCP_KEY,
+    scope,
+    params: [...pathParams(...params), ...extra],
+    responses: { 200: json(response), ...errors(400, 401, 403, ...(params.length ? [404] : []), 429) },
+  }),
 });
 const limitParam = { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } };
+const cursorParam = { name: 'cursor', in: 'query', required: false, description: 'next_cursor of the previous page', schema: { type: 'string' } };
 
 const keyView = {
   type: 'object',
@@ -101,7 +116,7 @@ const GRANT_NEEDS = [
   ...Object.entries(TOOL_GROUP_NEEDS).map(([group, needs]) => `${group} group: ${needs.join(' + ')}`),
 ].join('; ');
 const KEY_ACCESS =
-  "A control-API credential (read:api-keys to list, write:api-keys to change) or an MCP key with mcp:admin:keys; enabling a write group needs write:api-keys. What a key is given is bounded by the giver: an MCP key hands out only MCP scopes it holds and never enables a write group; a control-API credential (an API key, or a session, which holds every scope) gives an MCP scope or enables a write group only when it holds the control-API scopes that do the same over REST (" + GRANT_NEEDS + "), else 403 insufficient-scope (required_scope, missing_scopes) and nothing changes. Writes are audited. Rate-limited per tenant as the control API (the caller's tenant and plan) and, when called with an MCP key, by that key's own bucket too (see the MCP endpoint).";
+  "A control-API credential (read:api-keys to list, write:api-keys to change) or an MCP key with mcp:admin:keys; enabling a write group needs write:api-keys. What a key is given is bounded by the giver: an MCP key hands out only MCP scopes it holds and never enables a write group; a control-API credential (an API key, or a session, which holds every scope) gives an MCP scope or enables a write group only when it holds the control-API scopes that do the same over REST (" + GRANT_NEEDS + "), else 403 insufficient-scope (required_scope, missing_scopes) and nothing changes. Writes are audited, fail closed: the audit row is written before the change, and when it cannot be the request is a 500 and nothing changes. A NUL (U+0000) in the path, the query or the body is a 400 validation-error before authentication. Rate-limited per tenant as the control API (the caller's tenant and plan) and, when called with an MCP key, by that key's own bucket too (see the MCP endpoint).";
 /**
  * A key-management write. Like every control-API write it takes Idempotency-Key (400 when
  * malformed, 409 idempotency-conflict when reused with another request). `notes`: a
@@ -144,7 +159,10 @@ export const mcpPaths: ExtraPaths = {
       responses: {
         200: json({ oneOf: [jsonRpc, { type: 'array', items: jsonRpc }] }, 'JSON-RPC response (an array of them for a batch)'),
         202: { description: 'Notification accepted (no body)' },
-        400: problem(400, 'validation-error (errors: [{field, message}]): the body is not JSON, not a JSON-RPC message (or batch of them, at most 100), or MCP-Protocol-Version names an unsupported version'),
+        400: problem(
+          400,
+          'validation-error (errors: [{field, message}]): the body is not JSON, not a JSON-RPC message (or batch of them, at most 100), contains a NUL (U+0000) anywhere, a tool argument included (the whole request is refused, before authentication), or MCP-Protocol-Version names an unsupported version',
+        ),
         401: problem(401),
         406: problem(406, 'not-acceptable: Accept lacks application/json or text/event-stream'),
         413: problem(413),
@@ -171,11 +189,19 @@ export const mcpPaths: ExtraPaths = {
     'mcp:read:evidence',
     jsonSchemaOf(z.object({ resource_id: z.string(), receipts: z.array(bundleSchema), next_cursor: z.string().nullable(), has_more: z.boolean() })),
     ['id'],
-    [limitParam, { name: 'cursor', in: 'query', required: false, description: 'next_cursor of the previous page', schema: { type: 'string' } }],
-    `As the MCP tool get_evidence. ${EVIDENCE_DESCRIPTION} A limit out of range, or a cursor this list did not issue, is a 400 validation-error.`,
+    [limitParam, cursorParam],
+    `As the MCP tool get_evidence. ${EVIDENCE_DESCRIPTION} A limit out of range, or a cursor this list did not issue (one naming a receipt not in this id's list included), is a 400 validation-error; with a cursor too, an id of another tenant, an unknown one or one with no receipts is a 404.`,
   ),
-  '/v1/mcp/deliveries/{id}/status': mirror('mcp.deliveryStatus', 'Delivery status and outcome', 'mcp:read:deliveries', jsonSchemaOf(deliverySchema.extend({ outcome: z.string() })), ['id']),
-  '/v1/mcp/planes': mirror('mcp.planes', 'Operational planes (control, delivery, edge clusters) and their status', 'mcp:read:planes', jsonSchemaOf(z.object({ planes: z.array(planeSchema) }))),
+  '/v1/mcp/deliveries/{id}/status': mirror('mcp.deliveryStatus', 'Delivery status and outcome', 'mcp:read:deliveries', jsonSchemaOf(deliverySchema.extend({ outcome: z.string() })), ['id'], [], 'As the MCP tool get_delivery_status. An id that is not a dlv_… id is a 404, as an unknown one or another tenant\'s.'),
+  '/v1/mcp/planes': mirror(
+    'mcp.planes',
+    'Operational planes (control, delivery, edge clusters) and their status, a page at a time',
+    'mcp:read:planes',
+    jsonSchemaOf(z.object({ planes: z.array(planeSchema), next_cursor: z.string().nullable(), has_more: z.boolean() })),
+    [],
+    [limitParam, cursorParam],
+    'As the MCP tool list_planes: the control and delivery planes on the first page, then the edge clusters of the tenant, newest first, limit (default 20, max 100) a page; while has_more, pass next_cursor as cursor. A limit out of range or a cursor this list did not issue is a 400 validation-error.',
+  ),
   '/v1/mcp/logs/{id}': mirror(
     'mcp.logs',
     'Logs of a delivery, event or ingester (attempts, rejections, state, audit), newest first',
@@ -186,13 +212,17 @@ export const mcpPaths: ExtraPaths = {
       { name: 'level', in: 'query', required: false, schema: { type: 'string', enum: ['info', 'warn', 'error'] } },
       limitParam,
     ],
+    'As the MCP tool get_logs. An id that is not a prefixed resource id (xxx_ and 10 to 40 lowercase letters or digits) is a 404, as an unknown one or another tenant\'s; a bad level or limit is a 400.',
   ),
   '/v1/mcp/tools/{name}': {
     post: op({
       operationId: 'mcp.callTool',
       summary: 'Call one MCP tool over plain HTTP (the body is its arguments)',
       description:
-        'A read tool needs its MCP scope (403 insufficient-scope); a write tool needs its group enabled for the key (403 write-tool-disabled with tool_group); both are checked before the arguments (400). Write calls are audited, refusals included. ' + RATE,
+        'A read tool needs its MCP scope (403 insufficient-scope); a write tool needs its group enabled for the key (403 write-tool-disabled with tool_group); both are checked before the arguments (400). Write calls are audited, refusals included, fail closed: the audit row (the arguments as the tool parsed them, and the names of arguments it does not take) is written before the tool runs, and when it cannot be the call is a 500 and nothing is changed. ' +
+        STORABLE +
+        ' ' +
+        RATE,
       security: MCP_KEY,
       params: pathParams('name'),
       body: { type: 'object', description: "The tool's input schema (tools/list)" },

@@ -6,31 +6,50 @@ import { authenticateMcp, requireScope } from './mcp-auth';
 import { endpointsReply, findTool, runTool } from './mcp-catalog';
 import type { McpContext, McpDeps } from './mcp-deps';
 import { assertJsonBody } from '../http/json-body';
-import { ensureRequestId, mcpErrorHandler, param, parseOr400, requestIdOf, transportErrorsAsProblems } from './mcp-http';
+import { ensureRequestId, mcpErrorHandler, param, parseOr400, requestIdOf, storableRequest, transportErrorsAsProblems } from './mcp-http';
 import { mcpKeyRoutes } from './mcp-keys.routes';
-import { logsFor } from './mcp-logs';
+import { LOG_RESOURCE_ID, logsFor } from './mcp-logs';
 import { deliveryStatus, health, planes } from './mcp-queries';
 import { rateLimitMcp, toolCallCount } from './mcp-rate-limit';
 import { buildMcpServer, refusedMessages } from './mcp-server';
 import { evidenceCursor, evidenceReply } from './tools/evidence-tools';
+import { planesCursor } from './tools/operations-tools';
+import { idOf } from './tools/tool-def';
 
 const pageLimit = z.coerce.number().int().min(1).max(100).optional();
 const logsQuery = z.object({ level: z.enum(['info', 'warn', 'error']).optional(), limit: pageLimit });
 const evidenceQuery = z.object({ limit: pageLimit, cursor: evidenceCursor });
+const planesQuery = z.object({ limit: pageLimit, cursor: planesCursor });
+const DELIVERY_ID = idOf('dlv');
+const LOG_ID = z.string().regex(LOG_RESOURCE_ID);
+
+/**
+ * The `{id}` of a mirror route, when it has the shape the tool takes; any other names nothing
+ * of the tenant: 404, as the control API answers an id it does not know, without a query.
+ */
+function pathId(req: Request, shape: z.ZodType<string>, what: string): string {
+  const id = param(req, 'id');
+  if (!shape.safeParse(id).success) throw AppError.notFound(what);
+  return id;
+}
 
 /**
  * The MCP surface: the Streamable HTTP endpoint `POST /v1/mcp` (stateless, one server per
  * request, JSON responses), the REST mirror under `/v1/mcp/…`, `POST /v1/mcp/tools/{name}`,
  * and MCP key management under `/v1/tenants/{tid}/mcp-keys`. Mount it before the app's
  * 404 handler; it answers its own errors as problem details, the MCP transport's refusals
- * (406 Accept, 415 Content-Type, 400 malformed JSON-RPC, …) included. Every route is rate-limited per
+ * (406 Accept, 415 Content-Type, 400 malformed JSON-RPC, …) included. Before anything else,
+ * every route refuses what PostgreSQL cannot store (a NUL in the path, the query or the body:
+ * 400, before authentication, as the control API's routes do). Every route is rate-limited per
  * tenant as the control API is and, when called with an MCP key, per key too
  * (mcp-rate-limit.ts), right after authentication.
  */
 export function createMcpRouter(deps: McpDeps): Router {
   const router = express.Router();
   const json = express.json({ limit: '1mb' });
-  router.use(['/v1/mcp', '/v1/tenants/:tid/mcp-keys'], ensureRequestId);
+  // Before every route and any credential lookup: the request id, the body parsed (the api's
+  // parser has done it already), then what PostgreSQL cannot store refused (400).
+  router.use(['/v1/mcp', '/v1/tenants/:tid/mcp-keys'], ensureRequestId, json, storableRequest);
 
   /** The MCP key, then `cost` tokens of its own rate limit and of its tenant's (429). */
   const context = async (req: Request, res: Response, cost = 1): Promise<McpContext> => {
@@ -87,9 +106,12 @@ export function createMcpRouter(deps: McpDeps): Router {
   mirror('/v1/mcp/health', 'mcp:read:health', (ctx) => health(ctx.deps));
   mirror('/v1/mcp/endpoints', 'mcp:read:endpoints', (ctx) => endpointsReply(ctx));
   mirror('/v1/mcp/evidence/:id', 'mcp:read:evidence', (ctx, req) => evidenceReply(ctx, param(req, 'id'), parseOr400(evidenceQuery, req.query)));
-  mirror('/v1/mcp/deliveries/:id/status', 'mcp:read:deliveries', (ctx, req) => deliveryStatus(ctx.deps, ctx.principal.tenantId, param(req, 'id')));
-  mirror('/v1/mcp/planes', 'mcp:read:planes', (ctx) => planes(ctx.deps, ctx.principal.tenantId));
-  mirror('/v1/mcp/logs/:id', 'mcp:read:logs', (ctx, req) => logsFor(ctx.deps, ctx.principal.tenantId, param(req, 'id'), parseOr400(logsQuery, req.query)));
+  mirror('/v1/mcp/deliveries/:id/status', 'mcp:read:deliveries', (ctx, req) => deliveryStatus(ctx.deps, ctx.principal.tenantId, pathId(req, DELIVERY_ID, 'delivery')));
+  mirror('/v1/mcp/planes', 'mcp:read:planes', (ctx, req) => planes(ctx.deps, ctx.principal.tenantId, parseOr400(planesQuery, req.query)));
+  mirror('/v1/mcp/logs/:id', 'mcp:read:logs', (ctx, req) => {
+    const query = parseOr400(logsQuery, req.query);
+    return logsFor(ctx.deps, ctx.principal.tenantId, pathId(req, LOG_ID, 'resource'), query);
+  });
 
   router.post('/v1/mcp/tools/:name', json, async (req, res) => {
     const ctx = await context(req, res);

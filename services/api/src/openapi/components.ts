@@ -12,7 +12,7 @@ const lifecycleStates = { type: 'string', enum: ['DRAFT', 'ACTIVE', 'DISABLED', 
 /** Query parameters shared by the list routes (SPEC.md, Pagination and filtering); `name` when it differs from the key. */
 export const QUERY_PARAMETERS: Record<QueryParam, { name?: string; description: string; schema: Record<string, unknown> }> = {
   limit: { description: `Page size (default 20, max ${MAX_LIMIT})`, schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: 20 } },
-  cursor: { description: 'Opaque cursor from next_cursor', schema: str },
+  cursor: { description: "Opaque cursor from this list's next_cursor; anything else, a cursor of another list included, is a 400 validation-error on cursor", schema: str },
   offset: { description: 'Offset mode: rows to skip (default 0); not combinable with cursor', schema: { type: 'integer', minimum: 0, maximum: MAX_OFFSET, default: 0 } },
   status: { description: 'Status filter', schema: str },
   event_id: { description: 'Event filter', schema: str },
@@ -21,7 +21,7 @@ export const QUERY_PARAMETERS: Record<QueryParam, { name?: string; description: 
   delivery_id: { description: 'Delivery filter', schema: str },
   level: { description: 'Log level: info, warn, error', schema: { type: 'string', enum: ['info', 'warn', 'error'] } },
   since: { description: `Start of the time window, inclusive: ${ISO_TIMESTAMP_TEXT}`, schema: ISO_TIMESTAMP_SCHEMA },
-  until: { description: `End of the time window, exclusive: ${ISO_TIMESTAMP_TEXT}`, schema: ISO_TIMESTAMP_SCHEMA },
+  until: { description: `End of the time window, exclusive: ${ISO_TIMESTAMP_TEXT}; before since is a 400 validation-error on until`, schema: ISO_TIMESTAMP_SCHEMA },
   state: { description: 'Lifecycle state (default: all but DELETED); also accepted as status', schema: lifecycleStates },
   lifecycle_status: { name: 'status', description: 'Lifecycle state, an alias of state (SPEC.md names the filter status); when both are given they must be equal (else 400)', schema: lifecycleStates },
   correlation_id: { description: 'Correlation id filter', schema: str },

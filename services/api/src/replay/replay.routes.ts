@@ -43,7 +43,7 @@ const replayBody = {
     destination_id: { type: 'string', minLength: 1 },
     status: { type: 'string', enum: ['exhausted', 'delivered'] },
     since: { type: 'string', format: 'date-time' },
-    until: { type: 'string', format: 'date-time' },
+    until: { type: 'string', format: 'date-time', description: 'Exclusive; before since is a 400 validation-error on until' },
     limit: { type: 'integer', minimum: 1, maximum: 10000, description: 'Most deliveries one call replays (default 1000). Matching deliveries busy elsewhere at that moment (being sent, recorded or closed) are skipped and the next matching ones taken instead, so fewer are replayed only when fewer can be.' },
   },
   additionalProperties: false,

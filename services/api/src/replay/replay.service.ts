@@ -62,8 +62,8 @@ RETURNING d.id, t.state = 'DISABLED' AS held, was.status = 'exhausted' AS was_ex
  * stays `delivered` (delivered → acked only), and so does a `failed` or an already
  * `replayed` one. Call it in the transaction that re-queued the deliveries.
  */
-async function markReplayed(client: Pick<Pool, 'query'>, eventIds: string[]): Promise<void> {
-  await client.query(`UPDATE events SET status = 'replayed', updated_at = now() WHERE id = ANY($1::text[]) AND status = 'dlq_queued'`, [eventIds]);
+async function markReplayed(client: Pick<Pool, 'query'>, tenantId: string, eventIds: string[]): Promise<void> {
+  await client.query(`UPDATE events SET status = 'replayed', updated_at = now() WHERE id = ANY($1::text[]) AND tenant_id = $2 AND status = 'dlq_queued'`, [eventIds, tenantId]);
 }
 
 /**
@@ -72,9 +72,9 @@ async function markReplayed(client: Pick<Pool, 'query'>, eventIds: string[]): Pr
  * the transaction ends, or has committed already. Statements run after this one see their
  * state as it is.
  */
-async function lockOwners(client: Pick<Pool, 'query'>, destinationIds: readonly string[], flowIds: readonly string[]): Promise<void> {
-  await client.query('SELECT 1 FROM destinations WHERE id = ANY($1::text[]) ORDER BY id FOR SHARE', [destinationIds]);
-  await client.query('SELECT 1 FROM delivery_flows WHERE id = ANY($1::text[]) ORDER BY id FOR SHARE', [flowIds]);
+async function lockOwners(client: Pick<Pool, 'query'>, tenantId: string, destinationIds: readonly string[], flowIds: readonly string[]): Promise<void> {
+  await client.query('SELECT 1 FROM destinations WHERE id = ANY($1::text[]) AND tenant_id = $2 ORDER BY id FOR SHARE', [destinationIds, tenantId]);
+  await client.query('SELECT 1 FROM delivery_flows WHERE id = ANY($1::text[]) AND tenant_id = $2 ORDER BY id FOR SHARE', [flowIds, tenantId]);
 }
 
 /**
@@ -119,9 +119,9 @@ async function retryOnce(app: ReplayDeps, tenantId: string, eventId: string): Pr
     const destinationIds = owners[0]?.destination_ids ?? [];
     const flowIds = owners[0]?.flow_ids ?? [];
     if (!destinationIds.length) return [];
-    await lockOwners(client, destinationIds, flowIds);
+    await lockOwners(client, tenantId, destinationIds, flowIds);
     const { rows: retried } = await client.query<{ id: string; held: boolean; was_exhausted: boolean }>(RETRY_SQL, [tenantId, eventId, destinationIds, flowIds]);
-    if (retried.some((r) => r.was_exhausted)) await markReplayed(client, [eventId]);
+    if (retried.some((r) => r.was_exhausted)) await markReplayed(client, tenantId, [eventId]);
     return retried;
   }));
 }
@@ -270,7 +270,7 @@ export async function replayMatching(app: ReplayDeps, tenantId: string, f: Repla
       const take = Math.max(missing, MIN_ROUND);
       const { rows: candidates }: { rows: Candidate[] } = await client.query<Candidate>(REPLAY_CANDIDATES_SQL, [...match, take, after]);
       if (!candidates.length) break;
-      await lockOwners(client, [...new Set(candidates.map((c) => c.destination_id))], [...new Set(candidates.map((c) => c.flow_id))]);
+      await lockOwners(client, tenantId, [...new Set(candidates.map((c) => c.destination_id))], [...new Set(candidates.map((c) => c.flow_id))]);
       const { rows: updated } = await client.query<{ id: string; event_id: string; was_exhausted: boolean }>(REPLAY_SQL, [...match, missing, candidates.map((c) => c.id)]);
       rows.push(...updated);
       seen += candidates.length;
@@ -278,7 +278,7 @@ export async function replayMatching(app: ReplayDeps, tenantId: string, f: Repla
       after = candidates[candidates.length - 1]!.id;
     }
     const outOfDlq = [...new Set(rows.filter((r) => r.was_exhausted).map((r) => r.event_id))];
-    if (outOfDlq.length) await markReplayed(client, outOfDlq);
+    if (outOfDlq.length) await markReplayed(client, tenantId, outOfDlq);
     return rows.map((r) => ({ id: r.id, eventId: r.event_id }));
   }));
   await enqueueDeliveries(app, replayed.map((r) => r.id), poolOf(app.pools, tenantId));

@@ -1,12 +1,13 @@
 import { AppError } from '@hookline/errors';
 import type { AppContext } from '../context';
 import { attemptToView } from '../deliveries/delivery.view';
+import { idRangeWhere } from '../http/id-window';
 import { findPage, readPage, readTimeRange, stringParam } from '../http/pagination';
 import { listBody } from '../http/schemas';
 
 /** Every delivery attempt of the tenant, newest first; status = succeeded | failed. */
 export async function listTenantAttempts(app: AppContext, tenantId: string, query: Record<string, unknown>): Promise<Record<string, unknown>> {
-  const page = readPage(query);
+  const page = readPage(query, 'att');
   const status = stringParam(query, 'status');
   if (status !== undefined && status !== 'succeeded' && status !== 'failed') throw AppError.validation([{ field: 'status', message: 'must be one of: succeeded, failed' }]);
   const deliveryId = stringParam(query, 'delivery_id');
@@ -18,7 +19,8 @@ export async function listTenantAttempts(app: AppContext, tenantId: string, quer
     tenantId,
     ...(deliveryId ? { deliveryId } : {}),
     ...(eventId || destinationId ? { delivery: { ...(eventId ? { eventId } : {}), ...(destinationId ? { destinationId } : {}) } } : {}),
-    ...(range ? { startedAt: range } : {}),
+    // started_at has no index: the id bounds (id-window.ts) let (tenant_id, id) read the window.
+    ...(range ? { startedAt: range, AND: idRangeWhere('att', range) } : {}),
     ...(status === 'succeeded' ? ok : status === 'failed' ? { OR: [{ statusCode: null }, { statusCode: { lt: 200 } }, { statusCode: { gte: 300 } }] } : {}),
   };
   const result = await findPage(page, (a) => app.prisma.deliveryAttempt.findMany({ ...a, where: { ...where, ...a.where } }));

@@ -26,7 +26,7 @@ export const evidenceRoutes: AuthedRoute[] = [
       query: ['limit', 'cursor'],
     },
     handler: async (ctx) => {
-      const page = readPage(ctx.query);
+      const page = readPage(ctx.query, 'mrk');
       if (page.mode === 'offset') throw AppError.validation([{ field: 'offset', message: 'is not supported here; use cursor' }]);
       return ok(await listMerkleRoots(ctx.app.pool, ctx.tenantId, { limit: page.limit, cursor: page.beforeId ? encodeCursor(page.beforeId) : null }));
     },

@@ -14,11 +14,11 @@ interface PayloadFacts {
   created_at: Date;
 }
 
-async function payloadFacts(app: AppContext, eventIds: string[]): Promise<Map<string, PayloadFacts>> {
+async function payloadFacts(app: AppContext, tenantId: string, eventIds: string[]): Promise<Map<string, PayloadFacts>> {
   if (!eventIds.length) return new Map();
   const { rows } = await app.pool.query<PayloadFacts>(
-    `SELECT event_id, encode(sha256(body), 'hex') AS sha256, octet_length(body) AS size_bytes, content_type, created_at FROM event_payloads WHERE event_id = ANY($1::text[])`,
-    [eventIds],
+    `SELECT event_id, encode(sha256(body), 'hex') AS sha256, octet_length(body) AS size_bytes, content_type, created_at FROM event_payloads WHERE event_id = ANY($1::text[]) AND tenant_id = $2`,
+    [eventIds, tenantId],
   );
   return new Map(rows.map((r) => [r.event_id, r]));
 }
@@ -30,14 +30,14 @@ async function payloadFacts(app: AppContext, eventIds: string[]): Promise<Map<st
  * (proof and root null until the sealer has sealed the receipt's window). Read-only.
  */
 export async function evidence(app: AppContext, tenantId: string, query: Record<string, unknown>): Promise<Record<string, unknown>> {
-  const page = readPage(query);
+  const page = readPage(query, 'dlv');
   const base: Prisma.DeliveryWhereInput = deliveryWhere(tenantId, query);
   const where = base.status ? base : { ...base, status: { in: ['delivered', 'exhausted'] as ('delivered' | 'exhausted')[] } };
   const result = await findPage(page, (a) =>
     app.prisma.delivery.findMany({ ...a, where: { ...where, ...a.where }, include: { event: { select: { correlationId: true, type: true, receivedAt: true } } } }),
   );
   const [facts, receipts] = await Promise.all([
-    payloadFacts(app, [...new Set(result.items.map((d) => d.eventId))]),
+    payloadFacts(app, tenantId, [...new Set(result.items.map((d) => d.eventId))]),
     receiptsByDelivery(app.pool, tenantId, result.items.map((d) => d.id)),
   ]);
   return {
@@ -74,7 +74,7 @@ export async function evidence(app: AppContext, tenantId: string, query: Record<
  * their bodies.
  */
 export async function retainedPayloads(app: AppContext, tenantId: string, query: Record<string, unknown>): Promise<PageResult<Record<string, unknown> & { id: string }>> {
-  const page = readPage(query);
+  const page = readPage(query, 'evt');
   const b = pageBounds(page);
   const { rows } = await app.pool.query<PayloadFacts>(
     `SELECT p.event_id, encode(sha256(p.body), 'hex') AS sha256, octet_length(p.body) AS size_bytes, p.content_type, p.created_at

@@ -68,7 +68,7 @@ function push<K, V>(map: Map<K, V[]>, key: K, row: V): void {
  * delivery's were. Grouping is by Map, linear in what was read.
  */
 export async function traces(app: AppContext, tenantId: string, query: Record<string, unknown>): Promise<Record<string, unknown>> {
-  const page = readPage(query);
+  const page = readPage(query, 'evt');
   const where = eventWhere(tenantId, query);
   const result = await findPage(page, (a) => app.prisma.event.findMany({ ...a, where: pageWhere(where, a) }));
   const eventIds = result.items.map((e) => e.id);

@@ -1,4 +1,4 @@
-import { AppError } from '@hookline/errors';
+import { AppError, type FieldError } from '@hookline/errors';
 import { newId } from '@hookline/db';
 import type { RequestContext } from '../context';
 import { findPage, readPage } from '../http/pagination';
@@ -6,13 +6,20 @@ import type { AuthedRoute } from '../http/route';
 import { listBody, listOf } from '../http/schemas';
 import { asObject, created, iso, noContent, ok } from '../lib/format';
 import { duplicateName, isUniqueViolation } from '../lib/config-writes';
+import { CREDENTIAL_NAMES, keepRedactedHeaders, shownHeaders } from '../lib/credential-headers';
 import type { SavedPayload } from '../lib/models';
 
 const TAG = 'Saved payloads';
 
+// Credential header values (authorization, cookie, signatures, …: isCredentialHeader, the
+// destinations' rule) are write-only: every view, the create and PUT answers included, shows
+// "[redacted]", and a PUT that sends "[redacted]" back keeps the stored value
+// (lib/credential-headers.ts, shared with destinations).
 function toView(p: SavedPayload): Record<string, unknown> {
-  return { id: p.id, name: p.name, content_type: p.contentType, headers: asObject(p.headers), body: p.body, created_at: iso(p.createdAt), updated_at: iso(p.updatedAt) };
+  return { id: p.id, name: p.name, content_type: p.contentType, headers: shownHeaders(p.headers), body: p.body, created_at: iso(p.createdAt), updated_at: iso(p.updatedAt) };
 }
+
+const HEADERS_SHOWN = `Credential header values (as for a destination's config.headers: ${CREDENTIAL_NAMES}) are write-only and shown as "[redacted]"`;
 
 const view = {
   type: 'object',
@@ -21,7 +28,7 @@ const view = {
     id: { type: 'string', pattern: '^spl_' },
     name: { type: 'string' },
     content_type: { type: 'string' },
-    headers: { type: 'object', additionalProperties: { type: 'string' } },
+    headers: { type: 'object', additionalProperties: { type: 'string' }, description: HEADERS_SHOWN },
     body: { type: 'string' },
     created_at: { type: 'string', format: 'date-time' },
     updated_at: { type: 'string', format: 'date-time' },
@@ -37,7 +44,12 @@ const body = {
   properties: {
     name: { type: 'string', minLength: 1, maxLength: 200 },
     content_type: { type: 'string', minLength: 1, maxLength: 200 },
-    headers: { type: 'object', additionalProperties: { type: 'string', maxLength: 4000 }, maxProperties: 50 },
+    headers: {
+      type: 'object',
+      additionalProperties: { type: 'string', maxLength: 4000 },
+      maxProperties: 50,
+      description: `${HEADERS_SHOWN}. A PUT that sends "[redacted]" back keeps the stored value of that header (same name as shown); "[redacted]" with no stored value to keep (on create, or a header not stored) is a 400 validation-error naming headers.<Name>, and nothing is written`,
+    },
     body: { type: 'string', maxLength: MAX_TEMPLATE_BYTES, description: 'The payload template: up to 256 KB (262,144 bytes in UTF-8; a longer one is a 400)' },
   },
   additionalProperties: false,
@@ -68,14 +80,23 @@ async function uniqueName<T>(name: string, write: () => Promise<T>): Promise<T> 
 }
 
 export async function listSavedPayloads(ctx: RequestContext): Promise<Record<string, unknown>> {
-  const result = await findPage(readPage(ctx.query), (a) => ctx.app.prisma.savedPayload.findMany({ ...a, where: { tenantId: ctx.tenantId, ...a.where } }));
+  const result = await findPage(readPage(ctx.query, 'spl'), (a) => ctx.app.prisma.savedPayload.findMany({ ...a, where: { tenantId: ctx.tenantId, ...a.where } }));
   return listBody('saved_payloads', result, toView);
+}
+
+/** The headers a write stores: "[redacted]" keeps the stored value (none on create: refused). */
+function headersToStore(b: Body, stored: Record<string, unknown>): Record<string, unknown> {
+  const errors: FieldError[] = [];
+  const headers = keepRedactedHeaders(b.headers ?? {}, stored, 'headers', errors);
+  if (errors.length) throw AppError.validation(errors);
+  return headers;
 }
 
 export async function createSavedPayload(ctx: RequestContext) {
   const b = templateOf(ctx);
+  const headers = headersToStore(b, {});
   const row = await uniqueName(b.name, () =>
-    ctx.app.prisma.savedPayload.create({ data: { id: newId('spl'), tenantId: ctx.tenantId, name: b.name, contentType: b.content_type ?? 'application/json', headers: b.headers ?? {}, body: b.body } }),
+    ctx.app.prisma.savedPayload.create({ data: { id: newId('spl'), tenantId: ctx.tenantId, name: b.name, contentType: b.content_type ?? 'application/json', headers: headers as object, body: b.body } }),
   );
   return created(toView(row));
 }
@@ -104,14 +125,17 @@ export const savedPayloadRoutes: AuthedRoute[] = [
     doc: { summary: 'Replace a saved payload', tag: TAG, response: view, errors: [404, 409] },
     handler: async (ctx) => {
       const b = templateOf(ctx);
-      // One statement that updates and returns the row: a template missing or deleted meanwhile
-      // is a 404 (Prisma's P2025), and the answer is this PUT's own row.
+      const id = ctx.params['id']!;
+      // One transaction: the row is locked, its stored headers give the values "[redacted]"
+      // keeps, and the update returns it (a template missing or deleted meanwhile is a 404),
+      // so the answer is this PUT's own row.
       const row = await uniqueName(b.name, () =>
-        ctx.app.prisma.savedPayload
-          .update({ where: { id: ctx.params['id']!, tenantId: ctx.tenantId }, data: { name: b.name, contentType: b.content_type ?? 'application/json', headers: b.headers ?? {}, body: b.body } })
-          .catch((err: unknown) => {
-            throw (err as { code?: unknown } | null)?.code === 'P2025' ? AppError.notFound('saved payload') : err;
-          }),
+        ctx.app.prisma.$transaction(async (tx) => {
+          const [current] = await tx.$queryRaw<{ headers: unknown }[]>`SELECT headers FROM saved_payloads WHERE id = ${id} AND tenant_id = ${ctx.tenantId} FOR UPDATE`;
+          if (!current) throw AppError.notFound('saved payload');
+          const headers = headersToStore(b, asObject(current.headers));
+          return tx.savedPayload.update({ where: { id, tenantId: ctx.tenantId }, data: { name: b.name, contentType: b.content_type ?? 'application/json', headers: headers as object, body: b.body } });
+        }),
       );
       return ok(toView(row));
     },

@@ -15,8 +15,8 @@ const EVIDENCE_ID = new RegExp(`^(${EVIDENCE_ID_PREFIXES.join('|')})_[0-9a-z]{10
 export const EVIDENCE_DESCRIPTION =
   'Receipts with inclusion proofs and roots (proof and root null until sealed). For a receipt (rcp_), attempt (att_), delivery (dlv_), event (evt_) or root (mrk_) id: its receipts, oldest first. ' +
   'For an ingester (ing_): the receipts of the deliveries of the events received on it; a destination (dst_): of the deliveries to it; a flow (flw_): of its deliveries; newest first (newest event first for an ingester, newest delivery first for a destination or flow; within a delivery, its latest attempt first). ' +
-  "Only the key's tenant's: an id of another tenant, or one with no receipts, is not found (404); a DELETED ingester, destination or flow keeps the receipts it has (receipts are never withdrawn). " +
-  'A page at a time (limit, default 20, max 100): while has_more, pass next_cursor as cursor for the rest. Verify them with `pnpm evidence:verify`.';
+  "Only the key's tenant's: an id of another tenant, or one with no receipts, is not found (404), with or without a cursor; a DELETED ingester, destination or flow keeps the receipts it has (receipts are never withdrawn). " +
+  'A page at a time (limit, default 20, max 100): while has_more, pass next_cursor as cursor for the rest (a cursor of another list: 400). Verify them with `pnpm evidence:verify`.';
 
 /** get_evidence and GET /v1/mcp/evidence/{id}: a next_cursor names a receipt. */
 export const evidenceCursor = cursorOf((c) => idOf('rcp').safeParse(decodeCursor(c)).success);

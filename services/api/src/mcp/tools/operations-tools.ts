@@ -1,8 +1,12 @@
 import * as z from 'zod';
-import { deliveryStatus, health, listDeliveries, planes, readiness } from '../mcp-queries';
-import { logsFor } from '../mcp-logs';
+import { decodeCursor } from '../mcp-evidence';
+import { deliveryStatus, health, listDeliveries, OPEN_DELIVERIES_CAP, planes, readiness } from '../mcp-queries';
+import { LOG_RESOURCE_ID, logsFor } from '../mcp-logs';
 import { deliverySchema, healthSchema, logEntrySchema, planeSchema } from './output-schemas';
 import { cursorOf, defineTool, idOf, limit, type AnyTool } from './tool-def';
+
+/** list_planes and GET /v1/mcp/planes: a next_cursor names an edge cluster. */
+export const planesCursor = cursorOf((c) => idOf('cls').safeParse(decodeCursor(c)).success);
 
 export const operationsTools: AnyTool[] = [
   defineTool({
@@ -17,7 +21,7 @@ export const operationsTools: AnyTool[] = [
   defineTool({
     name: 'get_readiness',
     title: 'Get readiness',
-    description: "Readiness across domains: database, Redis, queue depths, and this tenant's evidence pipeline.",
+    description: `Readiness across domains: database, Redis, the delivery queues (ok or not: they are shared by every tenant, so their depths are not shown), this tenant's deliveries (open: its pending, failed and replaying deliveries, counted up to ${OPEN_DELIVERIES_CAP}, open_capped when there are more) and its evidence pipeline (unsealed receipts, latest root).`,
     access: { scope: 'mcp:read:health' },
     input: {},
     output: z.object({ status: z.enum(['ready', 'degraded']), domains: z.record(z.string(), z.looseObject({ ok: z.boolean() })) }),
@@ -50,18 +54,19 @@ export const operationsTools: AnyTool[] = [
   defineTool({
     name: 'list_planes',
     title: 'List operational planes',
-    description: "The control plane, the delivery plane and the tenant's edge clusters, with their status.",
+    description:
+      "The control plane and the delivery plane (first page), then the tenant's edge clusters, newest first, with their status; a page at a time (limit, default 20, max 100): while has_more, pass next_cursor as cursor for the rest.",
     access: { scope: 'mcp:read:planes' },
-    input: {},
-    output: z.object({ planes: z.array(planeSchema) }),
-    run: (ctx) => planes(ctx.deps, ctx.principal.tenantId),
+    input: { limit, cursor: planesCursor },
+    output: z.object({ planes: z.array(planeSchema), next_cursor: z.string().nullable(), has_more: z.boolean() }),
+    run: (ctx, args) => planes(ctx.deps, ctx.principal.tenantId, args),
   }),
   defineTool({
     name: 'get_logs',
     title: 'Get resource logs',
     description: 'Log entries of a resource, newest first: delivery attempts, ingest rejections, event state and audit entries.',
     access: { scope: 'mcp:read:logs' },
-    input: { id: z.string().regex(/^[a-z]{3}_[0-9a-z]{10,40}$/, 'a resource id'), level: z.enum(['info', 'warn', 'error']).optional(), limit },
+    input: { id: z.string().regex(LOG_RESOURCE_ID, 'a resource id'), level: z.enum(['info', 'warn', 'error']).optional(), limit },
     output: z.object({ resource_id: z.string(), entries: z.array(logEntrySchema) }),
     run: (ctx, args) => logsFor(ctx.deps, ctx.principal.tenantId, args.id, args),
   }),
