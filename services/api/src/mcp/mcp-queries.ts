@@ -2,6 +2,7 @@ import { AppError } from '@hookline/errors';
 import { CLAIMABLE_STATUSES, freeSql, heldSql, shownStatusSql } from '@hookline/delivery';
 import { queueDepths } from '@hookline/queues';
 import { readClusterStatus } from '../edge/cluster-status';
+import { openDeliveries } from '../runtime/open-deliveries';
 import type { McpDeps } from './mcp-deps';
 import { decodeCursor, encodeCursor } from './mcp-evidence';
 
@@ -30,8 +31,7 @@ export async function health(deps: McpDeps): Promise<Row> {
   return { status: database.ok && redis.ok ? 'ok' : 'degraded', service: 'hookline-api', version: deps.build.version, commit: deps.build.commit, time: new Date().toISOString(), checks: { database, redis } };
 }
 
-/** get_readiness counts the tenant's open deliveries up to this many (then `open_capped`). */
-export const OPEN_DELIVERIES_CAP = 1000;
+export { OPEN_DELIVERIES_CAP } from '../runtime/open-deliveries';
 
 /**
  * Readiness across domains: storage, the queues, and this tenant's deliveries and evidence
@@ -43,16 +43,8 @@ export const OPEN_DELIVERIES_CAP = 1000;
 export async function readiness(deps: McpDeps, tenantId: string): Promise<Row> {
   const [database, redis] = await Promise.all([check(deps, 'database', deps.pool.query('SELECT 1')), check(deps, 'redis', deps.redis.ping())]);
   const queues = { ok: redis.ok && (await attempt(deps, 'queues', queueDepths(deps.producer))) !== null };
-  const open = database.ok
-    ? await attempt(
-        deps,
-        'deliveries',
-        deps.pool
-          .query<{ open: number }>(`SELECT count(*)::int AS open FROM (SELECT 1 FROM deliveries WHERE tenant_id = $1 AND status IN ('pending', 'failed', 'replaying') LIMIT $2) d`, [tenantId, OPEN_DELIVERIES_CAP + 1])
-          .then((r) => r.rows[0]?.open ?? 0),
-      )
-    : null;
-  const deliveries = open === null ? { ok: false } : { ok: true, open: Math.min(open, OPEN_DELIVERIES_CAP), open_capped: open > OPEN_DELIVERIES_CAP };
+  const open = database.ok ? await attempt(deps, 'deliveries', openDeliveries(deps.pool, tenantId)) : null;
+  const deliveries = open === null ? { ok: false } : { ok: true, ...open };
   const evidence = database.ok
     ? await deps.pool
         .query<{ unsealed: string; latest_root_at: Date | null }>(
