@@ -1,14 +1,16 @@
 // An Idempotency-Key claim belongs to the request that made it for as long as that request
 // runs (limits/idempotency.ts): a retry that waits on locks past the stale window keeps it
 // (its heartbeat), so a client's retry under the same key answers 409 "still being
-// processed" instead of running the write a second time; and a request whose claim was
-// taken over (judged dead) never stores its outcome over the claim of the one that took it.
+// processed" instead of running the write a second time; a request judged dead once its
+// handler started is never run again (409 idempotency-outcome-unknown); only a claim whose
+// handler never started is taken over, and its request never marks or stores over the claim
+// of the one that took it.
 // Real slow requests: the test holds the destination's row lock, so a retry waits.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PoolClient } from 'pg';
 import { createPool } from '@hookline/db';
 import { waitFor } from '@hookline/testing';
-import { finishIdempotent, startIdempotent } from '../services/api/src/limits/idempotency';
+import { finishIdempotent, runIdempotent, startIdempotent } from '../services/api/src/limits/idempotency';
 import { startApi, type ApiHarness } from './api-harness';
 import { createPipeline, insertDelivery, insertEvent } from './api-fixtures';
 
@@ -51,7 +53,10 @@ async function release(c: PoolClient): Promise<void> {
 
 function claimRow(h: ApiHarness, tenantId: string, key: string) {
   return h.db.pool
-    .query<{ scope: string; status_code: number; request_hash: string }>('SELECT scope, status_code, request_hash FROM idempotency_records WHERE tenant_id = $1 AND key = $2', [tenantId, key])
+    .query<{ scope: string; status_code: number; request_hash: string; started: string | null }>(
+      `SELECT scope, status_code, request_hash, response_body->>'started' AS started FROM idempotency_records WHERE tenant_id = $1 AND key = $2`,
+      [tenantId, key],
+    )
     .then((r) => r.rows[0]);
 }
 
@@ -94,45 +99,62 @@ it('a retry waiting on locks past the stale window keeps its claim: the same key
   expect([again.status, again.headers.get('idempotent-replayed'), again.body]).toEqual([202, 'true', done.body]);
 });
 
-it('a request whose claim was taken over (not heard from for the stale window) does not store its outcome over the new claim', async () => {
+it('a request judged dead while its handler runs is not run again: the retry answers 409 idempotency-outcome-unknown, and its own outcome, once stored, is the key\'s', async () => {
   const h = slow;
   const { t, p, path } = await retryable(h);
-  const key = 'taken-over-1';
+  const key = 'judged-dead-1';
   const headers = { 'idempotency-key': key };
   const lock = await lockDestination(h, p.destinationId);
   let first: Promise<Awaited<ReturnType<ApiHarness['call']>>>;
-  let takeover: Awaited<ReturnType<typeof startIdempotent>>;
+  let retry: Awaited<ReturnType<ApiHarness['call']>>;
   try {
     first = h.call('POST', path, { key: t.apiKey, headers });
-    const row = await waitFor(async () => {
-      const r = await claimRow(h, t.tenantId, key);
-      return r?.status_code === 0 && r;
-    }, { what: 'the first request to claim its key' });
+    // Its handler has started (the claim is marked so just before it runs) and waits on the lock.
+    await waitFor(async () => (await claimRow(h, t.tenantId, key))?.started === 'true', { what: 'the first request to start its handler' });
     // The first request is judged dead: nothing heard from it for 10 minutes (every time its claim holds).
     await h.db.pool.query(
       `UPDATE idempotency_records SET created_at = created_at - interval '10 minutes',
-              response_body = CASE WHEN response_body ? 'alive_at' THEN jsonb_set(response_body, '{alive_at}', to_jsonb(now() - interval '10 minutes')) ELSE response_body END
+              response_body = jsonb_set(response_body, '{alive_at}', to_jsonb(now() - interval '10 minutes'))
         WHERE tenant_id = $1 AND key = $2`,
       [t.tenantId, key],
     );
-    // Another run of the same request takes the key over (as a retry on another replica would).
-    const actor = row.scope.slice(`api:${t.tenantId}:`.length);
-    takeover = await startIdempotent(h.api.context, t.tenantId, actor, key, row.request_hash);
-    expect(takeover.kind).toBe('claimed');
+    // Its write may have been applied: a retry does not run it again (before, it took the key over and ran).
+    retry = await h.call('POST', path, { key: t.apiKey, headers });
   } finally {
     await release(lock);
   }
+  expect([retry.status, retry.body.type, retry.body.idempotency_key, retry.headers.get('idempotent-replayed')]).toEqual([409, 'https://hookline.dev/errors/idempotency-outcome-unknown', key, null]);
   const done = await first;
   expect(done.status).toBe(202);
-  // The first request answered its own client, but the key is the new claim's: still in progress.
-  const during = await h.call('POST', path, { key: t.apiKey, headers });
-  expect([during.status, during.body.detail]).toEqual([409, expect.stringMatching(STILL_RUNNING)]);
-  expect((await claimRow(h, t.tenantId, key))?.status_code).toBe(0);
-  // The new claim's outcome is the one the key keeps.
-  if (takeover.kind !== 'claimed') throw new Error('not claimed');
-  await finishIdempotent(h.api.context, takeover, 409, { type: 'https://hookline.dev/errors/conflict', title: 'Conflict', status: 409, detail: 'The event has no failed or exhausted deliveries to retry.', instance: 'req_takeover' });
+  // The claim was never taken: the first request stored its outcome, which the key now answers.
   const after = await h.call('POST', path, { key: t.apiKey, headers });
-  expect([after.status, after.headers.get('idempotent-replayed'), after.body.detail]).toEqual([409, 'true', 'The event has no failed or exhausted deliveries to retry.']);
+  expect([after.status, after.headers.get('idempotent-replayed'), after.body]).toEqual([202, 'true', done.body]);
+});
+
+it('a claim whose handler never started may be taken over, and its request never stores over the claim that took it', async () => {
+  const h = slow;
+  const t = await h.tenant();
+  const key = 'taken-over-1';
+  const app = h.api.context;
+  // A request claimed the key and was not heard from before its handler started (never marked).
+  const lost = await startIdempotent(app, t.tenantId, 'api_key:lost', key, 'hash-1');
+  if (lost.kind !== 'claimed') throw new Error('not claimed');
+  clearInterval(lost.heartbeat);
+  await h.db.pool.query(
+    `UPDATE idempotency_records SET created_at = created_at - interval '10 minutes', response_body = jsonb_set(response_body, '{alive_at}', to_jsonb(now() - interval '10 minutes'))
+      WHERE tenant_id = $1 AND key = $2`,
+    [t.tenantId, key],
+  );
+  const takeover = await startIdempotent(app, t.tenantId, 'api_key:lost', key, 'hash-1');
+  if (takeover.kind !== 'claimed') throw new Error('not taken over');
+  // The lost request turns up: it may not start (its claim is gone) nor store its outcome over the new claim.
+  await expect(runIdempotent(app, lost, async () => ({ status: 201, body: { ran: true } }), () => ({ status: 500 }))).rejects.toMatchObject({ type: 'conflict' });
+  await finishIdempotent(app, lost, 201, { ran: 'late' });
+  expect((await h.db.pool.query(`SELECT status_code FROM idempotency_records WHERE tenant_id = $1 AND key = $2`, [t.tenantId, key])).rows[0].status_code).toBe(0);
+  // The new claim's outcome is the one the key keeps.
+  await runIdempotent(app, takeover, async () => ({ status: 202, body: { ran: 'takeover' } }), () => ({ status: 500 }));
+  const replay = await startIdempotent(app, t.tenantId, 'api_key:lost', key, 'hash-1');
+  expect(replay).toEqual({ kind: 'replay', status: 202, body: { ran: 'takeover' } });
 });
 
 it('heartbeats keep a claim alive while the requests hold every connection of the api pool (they beat on the claim pool)', async () => {

@@ -1,4 +1,4 @@
-// MCP writes are audited fail closed (services/api/src/mcp/mcp-audit.ts, startMcpAudit): the
+// MCP writes are audited fail closed (services/api/src/audit/audit-write.ts, startAudit): the
 // audit row is written before the write runs, and when it cannot be, nothing is changed and
 // the call fails (500). The outcome is recorded once the call ends; when that update fails the
 // answer stands and the row keeps the unfinished outcome (server_error, no status). Write
@@ -10,6 +10,7 @@ import { createSecretBox } from '@hookline/signing';
 import { loadApiConfig } from '../services/api/src/config';
 import { callTool as call, mcpKey, seedTenantData, startMcp, type McpHarness, type TenantData } from './mcp-harness';
 import { insertDestination } from './router-fixtures';
+import { installAuditFaults } from './support/audit-faults';
 
 let h: McpHarness;
 let t: TenantData;
@@ -28,15 +29,7 @@ beforeAll(async () => {
   // The audit failures below are logged on purpose: keep them out of the output.
   h.deps.logger.silent = true;
   h.deps.app = { prisma, pool, redis, producer, logger: h.deps.logger, config, box: createSecretBox(config.SECRETS_KEY), draining: new AbortController().signal };
-  await h.db.pool.query(`
-    CREATE TABLE audit_faults (action text NOT NULL, op text NOT NULL);
-    CREATE FUNCTION audit_fault() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-      IF EXISTS (SELECT 1 FROM audit_faults WHERE action = NEW.action AND op = TG_OP) THEN RAISE EXCEPTION 'injected audit failure'; END IF;
-      RETURN NEW;
-    END $$;
-    CREATE TRIGGER audit_fault BEFORE INSERT OR UPDATE ON audit_logs FOR EACH ROW EXECUTE FUNCTION audit_fault();
-  `);
+  await installAuditFaults(h.db.pool);
   t = await seedTenantData(h);
   agent = await mcpKey(h, t.tenant);
   for (const group of ['retry', 'replay', 'configuration']) {

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { newId } from '@hookline/db';
 import { seedTenant, type SeededTenant } from '@hookline/testing';
-import { auditMcp, startMcpAudit } from '../services/api/src/mcp/mcp-audit';
+import { startAudit, writeAudit } from '../services/api/src/audit/audit-write';
 import { callTool, mcpKey, startMcp, type McpHarness } from './mcp-harness';
 
 let h: McpHarness;
@@ -59,7 +59,7 @@ test('a tool call through the MCP router (SDK client and REST mirror) is audited
 
 test('the MCP audit writer redacts whatever params it is given, keeping the rest as is', async () => {
   const actor = `mcp_key:writer_${randomUUID()}`;
-  await auditMcp(h.db.pool, {
+  await writeAudit(h.db.pool, {
     tenantId: t.tenantId,
     actor,
     action: 'mcp_keys.create',
@@ -81,7 +81,7 @@ test('the MCP audit writer redacts whatever params it is given, keeping the rest
 
 test('the fail-closed audit writer (row first, outcome after) redacts the params of both', async () => {
   const actor = `mcp_key:writer_${randomUUID()}`;
-  const finish = await startMcpAudit(h.db.pool, { tenantId: t.tenantId, actor, action: 'mcp_keys.create', resourceId: null, params: { path: '/x', ...args('evt_x') }, requestId: 'req_mcp_audit_start' });
+  const finish = await startAudit(h.db.pool, { tenantId: t.tenantId, actor, action: 'mcp_keys.create', resourceId: null, params: { path: '/x', ...args('evt_x') }, requestId: 'req_mcp_audit_start' });
   const started = await rowsOf(actor);
   expect(started.map((r) => [r.outcome, r.params])).toEqual([['server_error:', { path: '/x', event_id: 'evt_x', ...redacted }]]);
   await finish(201, { resourceId: 'key_x', params: { name: 'agent', ...args('evt_y') } });

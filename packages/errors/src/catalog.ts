@@ -13,6 +13,9 @@ export const ERRORS = {
   'method-not-allowed': { status: 405, title: 'Method Not Allowed' },
   conflict: { status: 409, title: 'Conflict' },
   'idempotency-conflict': { status: 409, title: 'Idempotency Conflict' },
+  // The first request with the key stopped before its outcome was recorded and may have been
+  // applied: it is never run again under that key (services/api/src/limits/idempotency.ts).
+  'idempotency-outcome-unknown': { status: 409, title: 'Idempotency Outcome Unknown' },
   'payload-too-large': { status: 413, title: 'Payload Too Large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported Media Type' },
   'unprocessable-entity': { status: 422, title: 'Unprocessable Entity' },

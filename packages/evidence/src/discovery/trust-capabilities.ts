@@ -101,7 +101,7 @@ export const TRUST_CAPABILITIES: readonly CapabilityDef[] = [
     proof_id: 'TRUST-009',
     name: 'Audited MCP writes and key management',
     description: 'Every MCP write tool call and every MCP key or grant change writes an audit_logs row with actor, action, parameters (secrets redacted) and outcome.',
-    implementation: ['services/api/src/mcp/mcp-audit.ts'],
+    implementation: ['services/api/src/audit/audit-write.ts'],
     proofs: [
       { file: 'test/mcp-write-tools.test.ts', tests: ['an enabled retry group works and is audited', 'key management: create, enable a group, revoke; only with the right credential'] },
       { file: 'test/mcp-audit-redaction.test.ts', tests: ['a tool call through the MCP router (SDK client and REST mirror) is audited with its arguments redacted'] },

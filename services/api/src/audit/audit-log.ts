@@ -1,5 +1,3 @@
-import { newId } from '@hookline/db';
-import type { AppContext } from '../context';
 import { maskUrlCredentials } from '../destinations/url-credentials';
 import { MAX_BODY_DEPTH } from '../http/storable-request';
 import { REDACTED } from '../ingesters/secret-config-keys';
@@ -50,22 +48,4 @@ export type AuditOutcome = 'success' | 'client_error' | 'server_error';
 
 export function outcomeOf(status: number): AuditOutcome {
   return status < 400 ? 'success' : status < 500 ? 'client_error' : 'server_error';
-}
-
-export interface AuditEntry {
-  tenantId: string;
-  actor: string;
-  action: string;
-  resourceId: string | null;
-  params: unknown;
-  status: number;
-  requestId: string;
-}
-
-/** One row per write: who, what, with which (redacted) parameters, and how it ended. */
-export async function recordAudit(app: AppContext, e: AuditEntry): Promise<void> {
-  await app.pool.query(
-    `INSERT INTO audit_logs (id, tenant_id, actor, action, resource_id, params, outcome, request_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    [newId('aud'), e.tenantId, e.actor, e.action, e.resourceId, JSON.stringify(redactParams(e.params) ?? {}), `${outcomeOf(e.status)}:${e.status}`, e.requestId],
-  );
 }

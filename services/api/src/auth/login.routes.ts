@@ -2,7 +2,7 @@ import type { Pool } from '@hookline/db';
 import { AppError } from '@hookline/errors';
 import { hashPassword, verifyPassword } from '@hookline/signing';
 import type { PublicRoute, RouteDef } from '../http/route';
-import { recordAudit } from '../audit/audit-log';
+import { writeAudit } from '../audit/audit-write';
 import type { RequestContext } from '../context';
 import { ok } from '../lib/format';
 import { guardLogin } from './login-throttle';
@@ -59,7 +59,7 @@ async function checkPassword(pool: Pool, email: string, password: string): Promi
  * does not change the answer.
  */
 async function auditLogin(ctx: Omit<RequestContext, 'principal' | 'tenantId'>, user: { id: string; tenantId: string }, status: number): Promise<void> {
-  await recordAudit(ctx.app, { tenantId: user.tenantId, actor: `user:${user.id}`, action: 'auth.login', resourceId: user.id, params: {}, status, requestId: ctx.requestId }).catch((err: Error) =>
+  await writeAudit(ctx.app.pool, { tenantId: user.tenantId, actor: `user:${user.id}`, action: 'auth.login', resourceId: user.id, params: {}, status, requestId: ctx.requestId }).catch((err: Error) =>
     ctx.logger.warn('login audit not recorded', { user_id: user.id, error: err.message }),
   );
 }

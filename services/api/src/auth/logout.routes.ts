@@ -1,5 +1,5 @@
 import { AppError } from '@hookline/errors';
-import { recordAudit } from '../audit/audit-log';
+import { startAudit, type FinishAudit } from '../audit/audit-write';
 import { actorOf, type RequestContext } from '../context';
 import { problemReply, type AuthedRoute } from '../http/route';
 import { noContent } from '../lib/format';
@@ -10,20 +10,21 @@ const LOG_OUT_EVERYWHERE = `UPDATE users SET sessions_valid_after = greatest(clo
 
 /**
  * Audited like a login (action `auth.logout` on both paths, resource the user): the pipeline
- * would name the action after each path's operationId. An API key's refusal is audited too,
- * under the key, as any refused write is.
+ * would name the action after each path's operationId. Fail closed, as every write
+ * (audit/audit-write.ts, startAudit): the row is written before the logout, and when it
+ * cannot be nothing is changed (500); the outcome is recorded once the handler ends. An API
+ * key's refusal is audited too, under the key, as any refused write is.
  */
-async function auditLogout(ctx: RequestContext, status: number): Promise<void> {
+function startLogoutAudit(ctx: RequestContext): Promise<FinishAudit> {
   const { principal } = ctx;
-  await recordAudit(ctx.app, {
+  return startAudit(ctx.app.pool, {
     tenantId: principal.tenantId,
     actor: actorOf(principal),
     action: 'auth.logout',
     resourceId: principal.kind === 'user' ? principal.id : null,
     params: {},
-    status,
     requestId: ctx.requestId,
-  }).catch((err: Error) => ctx.logger.warn('logout audit not recorded', { actor: actorOf(principal), error: err.message }));
+  });
 }
 
 const logout: AuthedRoute = {
@@ -39,7 +40,7 @@ const logout: AuthedRoute = {
       'Authenticated with a session token from POST /auth/login (Authorization: Bearer <jwt>). Every session token of that user issued up to this moment, the one sent included, ' +
       'is refused from now on (401 unauthorized, as an expired one) on every replica; a login afterwards works at once. Answers 204 without a body. ' +
       'An API key is a valid credential that cannot own a session: 403 permission-denied naming the key in resource_id (revoke a key with DELETE /v1/tenants/{tid}/api-keys/{id}). ' +
-      'Audited in the tenant (auth.logout, actor user:<id>, outcome 204; an API key\'s attempt under api_key:<id>, 403).',
+      'Audited in the tenant (auth.logout, actor user:<id>, outcome 204; an API key\'s attempt under api_key:<id>, 403), fail closed: the row is written before the logout, and when it cannot be the answer is 500 and nobody is logged out.',
     tag: 'Authentication',
     status: 204,
     response: null,
@@ -47,6 +48,7 @@ const logout: AuthedRoute = {
   },
   handler: async (ctx) => {
     const { principal } = ctx;
+    const finish = await startLogoutAudit(ctx);
     let status = 204;
     try {
       if (principal.kind !== 'user') {
@@ -58,7 +60,7 @@ const logout: AuthedRoute = {
       status = problemReply(err, ctx.requestId).status;
       throw err;
     } finally {
-      await auditLogout(ctx, status);
+      await finish(status).catch((err: Error) => ctx.logger.error('logout audit outcome not recorded; the row keeps the unfinished outcome', { actor: actorOf(principal), error: err.message }));
     }
   },
 };

@@ -4,6 +4,9 @@ import { withTransaction, type Pool } from '@hookline/db';
 import type { AppContext } from '../context';
 import { announce, namesLockKey } from '../lib/config-writes';
 import { refusal, TRANSITIONS, type LifecycleState, type Transition } from '../lifecycle/lifecycle';
+import { readClusterStatus, type ClusterStatus } from '../edge/cluster-status';
+import type { Cluster } from '../lib/models';
+import { asModel } from '../lib/rows';
 
 type Queryable = Pick<Pool, 'query'>;
 
@@ -16,6 +19,20 @@ const NAMED_REFERENCES = 20;
 
 export function newClusterKey(): string {
   return `hkc_${randomBytes(32).toString('base64url')}`;
+}
+
+/**
+ * A cluster as a write left it: the row it wrote and its status (in_flight), read in the
+ * write's transaction, so the answer needs no read after the commit (one failing there would
+ * answer an error for an applied write: with Idempotency-Key, a rotation replayed as a 500).
+ */
+export interface WrittenCluster {
+  row: Cluster;
+  status: ClusterStatus | undefined;
+}
+
+async function withStatus(client: Queryable, row: Cluster): Promise<WrittenCluster> {
+  return { row, status: (await readClusterStatus(client, [row])).get(row.id) };
 }
 
 /** Locks the cluster's row for the rest of the transaction; 404 when missing, another tenant's or DELETED. */
@@ -52,8 +69,8 @@ async function references(client: Queryable, id: string): Promise<{ destinations
  * so it does not interleave with a create or update of either in the tenant, and drops the
  * previous key of a rotation.
  */
-export async function changeClusterState(app: AppContext, tenantId: string, id: string, t: Exclude<Transition, 'apply'>): Promise<void> {
-  await withTransaction(app.pool, async (client) => {
+export async function changeClusterState(app: AppContext, tenantId: string, id: string, t: Exclude<Transition, 'apply'>): Promise<WrittenCluster> {
+  const written = await withTransaction(app.pool, async (client) => {
     if (t === 'delete') {
       for (const kind of ['destination', 'ingester'] as const) await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [namesLockKey(kind, tenantId)]);
     }
@@ -70,9 +87,11 @@ export async function changeClusterState(app: AppContext, tenantId: string, id: 
       }
     }
     const extra = t === 'delete' ? ', previous_key_encrypted = NULL, previous_key_expires_at = NULL' : '';
-    await client.query(`UPDATE clusters SET state = $2::"LifecycleState"${extra} WHERE id = $1`, [id, TRANSITIONS[t].to]);
+    const { rows } = await client.query<Record<string, unknown>>(`UPDATE clusters SET state = $2::"LifecycleState"${extra} WHERE id = $1 RETURNING *`, [id, TRANSITIONS[t].to]);
+    return withStatus(client, asModel<Cluster>(rows[0]!));
   });
   await announce(app, { kind: 'cluster', id, tenantId });
+  return written;
 }
 
 /**
@@ -81,21 +100,23 @@ export async function changeClusterState(app: AppContext, tenantId: string, id: 
  * previous key at most: a key already in its grace period is dropped. ACTIVE or DISABLED
  * clusters (rotate a disabled one before enabling it again after a leak).
  */
-export async function rotateClusterKey(app: AppContext, tenantId: string, id: string, graceSeconds: number): Promise<string> {
+export async function rotateClusterKey(app: AppContext, tenantId: string, id: string, graceSeconds: number): Promise<WrittenCluster & { key: string }> {
   const key = newClusterKey();
-  await withTransaction(app.pool, async (client) => {
+  const written = await withTransaction(app.pool, async (client) => {
     await lockCluster(client, tenantId, id);
     // The right-hand sides read the row as it was: the current key becomes the previous one.
-    await client.query(
+    const { rows } = await client.query<Record<string, unknown>>(
       `UPDATE clusters SET
          previous_key_encrypted = CASE WHEN $3::int > 0 THEN key_encrypted END,
          previous_key_expires_at = CASE WHEN $3::int > 0 THEN now() + $3::int * interval '1 second' END,
          key_encrypted = $2,
          key_rotated_at = now()
-       WHERE id = $1`,
+       WHERE id = $1
+       RETURNING *`,
       [id, app.box.seal(key), graceSeconds],
     );
+    return withStatus(client, asModel<Cluster>(rows[0]!));
   });
   await announce(app, { kind: 'cluster', id, tenantId });
-  return key;
+  return { ...written, key };
 }

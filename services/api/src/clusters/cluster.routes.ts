@@ -163,8 +163,10 @@ export const clusterRoutes: AuthedRoute[] = [
       assertMayIssueClusterKey(ctx.principal.scopes);
       const id = ctx.params['id']!;
       const grace = (ctx.body as { grace_seconds?: number } | null | undefined)?.grace_seconds ?? DEFAULT_GRACE_SECONDS;
-      const key = await rotateClusterKey(ctx.app, ctx.tenantId, id, grace);
-      return ok(await loadView(ctx, id, key));
+      // The answer is the row the rotation wrote (and its status read in its transaction):
+      // nothing after the commit can fail it.
+      const { row, status, key } = await rotateClusterKey(ctx.app, ctx.tenantId, id, grace);
+      return ok(toView(row, key, status));
     },
   },
   {
@@ -186,8 +188,8 @@ export const clusterRoutes: AuthedRoute[] = [
       errors: [404, 409],
     },
     handler: async (ctx) => {
-      await changeClusterState(ctx.app, ctx.tenantId, ctx.params['id']!, 'disable');
-      return ok(await loadView(ctx, ctx.params['id']!));
+      const { row, status } = await changeClusterState(ctx.app, ctx.tenantId, ctx.params['id']!, 'disable');
+      return ok(toView(row, undefined, status));
     },
   },
   {
@@ -205,8 +207,8 @@ export const clusterRoutes: AuthedRoute[] = [
       errors: [404, 409],
     },
     handler: async (ctx) => {
-      await changeClusterState(ctx.app, ctx.tenantId, ctx.params['id']!, 'enable');
-      return ok(await loadView(ctx, ctx.params['id']!));
+      const { row, status } = await changeClusterState(ctx.app, ctx.tenantId, ctx.params['id']!, 'enable');
+      return ok(toView(row, undefined, status));
     },
   },
   {

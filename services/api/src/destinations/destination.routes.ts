@@ -3,6 +3,8 @@ import { findPage, readPage } from '../http/pagination';
 import type { AuthedRoute } from '../http/route';
 import { listBody, listOf } from '../http/schemas';
 import { created, ok } from '../lib/format';
+import type { Destination } from '../lib/models';
+import { asModel } from '../lib/rows';
 import { STATE_FILTER_PARAMS, stateFilter } from '../lifecycle/state-filter';
 import { lifecycleRoutes } from '../lifecycle/lifecycle.routes';
 import { createDestinationBody, destinationView, patchDestinationBody, type DestinationBody } from './destination.schema';
@@ -93,6 +95,6 @@ export const destinationRoutes: AuthedRoute[] = [
     tag: TAG,
     scope: 'write:destinations',
     view: destinationView,
-    load: async (ctx, id) => destinationToView(await findDestination(ctx.app, ctx.tenantId, id)),
+    toView: (_ctx, row) => destinationToView(asModel<Destination>(row)),
   }),
 ];

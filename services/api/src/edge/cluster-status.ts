@@ -27,7 +27,7 @@ WHERE t.cluster_id = ANY($1::text[]) AND ${heldSql('d')}
 GROUP BY t.cluster_id`;
 
 /** Status of each cluster (by id), for the cluster routes and the planes view. */
-export async function readClusterStatus(pool: Pool, clusters: { id: string; lastSeenAt: Date | null }[]): Promise<Map<string, ClusterStatus>> {
+export async function readClusterStatus(pool: Pick<Pool, 'query'>, clusters: { id: string; lastSeenAt: Date | null }[]): Promise<Map<string, ClusterStatus>> {
   const out = new Map<string, ClusterStatus>();
   if (clusters.length === 0) return out;
   const { rows } = await pool.query<{ id: string; n: number }>(IN_FLIGHT_SQL, [clusters.map((c) => c.id)]);

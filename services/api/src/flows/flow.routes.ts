@@ -3,6 +3,8 @@ import { findPage, readPage, stringParam } from '../http/pagination';
 import type { AuthedRoute } from '../http/route';
 import { listBody, listOf } from '../http/schemas';
 import { created, ok } from '../lib/format';
+import type { DeliveryFlow } from '../lib/models';
+import { asModel } from '../lib/rows';
 import { lifecycleRoutes } from '../lifecycle/lifecycle.routes';
 import { STATE_FILTER_PARAMS, stateFilter } from '../lifecycle/state-filter';
 import { createFlowBody, flowView, updateFlowBody, type FlowBody } from './flow.schema';
@@ -81,7 +83,7 @@ export const flowRoutes: AuthedRoute[] = [
     tag: TAG,
     scope: 'write:flows',
     view: flowView,
-    load: async (ctx, id) => flowToView(await findFlow(ctx.app, ctx.tenantId, id)),
+    toView: (_ctx, row) => flowToView(asModel<DeliveryFlow>(row)),
     publishAlias: true,
   }),
 ];

@@ -64,11 +64,18 @@ export function isWrite(method: Method): boolean {
   return method !== 'get';
 }
 
+/** Records how an audited write ended; never throws (a failure is logged and leaves the row unfinished). */
+export type EndAudit = (status: number, reply?: Reply) => Promise<void>;
+
 /** Hooks the pipeline runs around a credentialed route (app.ts wires the real ones). */
 export interface RoutePipeline {
   authenticate(app: AppContext, req: Request, route: AuthedRoute): Promise<Principal>;
   rateLimit(app: AppContext, principal: Principal, res: Response): Promise<void>;
-  audit(app: AppContext, route: AuthedRoute, ctx: RequestContext, res: Response): void;
+  /**
+   * Writes an audited write's row before anything of it runs (fail closed: when the row
+   * cannot be written this throws and nothing runs); what it returns records the end.
+   */
+  audit(app: AppContext, route: AuthedRoute, ctx: RequestContext): Promise<EndAudit>;
   execute(app: AppContext, route: AuthedRoute, ctx: RequestContext, req: Request): Promise<Reply>;
 }
 
@@ -137,12 +144,23 @@ export function mountRoutes(router: Router, app: AppContext, routes: readonly Ro
       const principal = await pipeline.authenticate(app, req, route);
       await pipeline.rateLimit(app, principal, res);
       const ctx: RequestContext = { ...base, principal, tenantId: principal.tenantId };
-      if (isWrite(route.method) && route.audit !== false) pipeline.audit(app, route, ctx, res);
-      ctx.tenantId = resolveTenant(route, principal, req);
-      if (route.scope && !principal.scopes.has(route.scope)) {
-        throw new AppError('insufficient-scope', `This credential lacks the scope ${route.scope}.`, { required_scope: route.scope });
+      // A write's audit row is there before anything of it runs, refusals included (reads
+      // are not audited). Its end is recorded once the route's code has returned or thrown,
+      // before the answer is sent: a client that went away still gets its outcome recorded.
+      const endAudit = isWrite(route.method) && route.audit !== false ? await pipeline.audit(app, route, ctx) : null;
+      let reply: Reply;
+      try {
+        ctx.tenantId = resolveTenant(route, principal, req);
+        if (route.scope && !principal.scopes.has(route.scope)) {
+          throw new AppError('insufficient-scope', `This credential lacks the scope ${route.scope}.`, { required_scope: route.scope });
+        }
+        reply = await pipeline.execute(app, route, ctx, req);
+      } catch (err) {
+        await endAudit?.(problemReply(err, ctx.requestId).status);
+        throw err;
       }
-      send(res, await pipeline.execute(app, route, ctx, req));
+      await endAudit?.(reply.status, reply);
+      send(res, reply);
     });
   }
 }

@@ -4,6 +4,8 @@ import type { AuthedRoute } from '../http/route';
 import { listBody, listOf } from '../http/schemas';
 import { STATE_FILTER_PARAMS, stateFilter } from '../lifecycle/state-filter';
 import { created, ok } from '../lib/format';
+import type { Ingester } from '../lib/models';
+import { asModel } from '../lib/rows';
 import { lifecycleRoutes } from '../lifecycle/lifecycle.routes';
 import { createIngesterBody, ingesterView, updateIngesterBody, type IngesterBody } from './ingester.schema';
 import { createIngester, findIngester, ingesterToView, updateIngester } from './ingester.service';
@@ -88,6 +90,6 @@ export const ingesterRoutes: AuthedRoute[] = [
     tag: TAG,
     scope: 'write:ingesters',
     view: ingesterView,
-    load: async (ctx, id) => ingesterToView(ctx.app, await findIngester(ctx.app, ctx.tenantId, id)),
+    toView: (ctx, row) => ingesterToView(ctx.app, asModel<Ingester>(row)),
   }),
 ];

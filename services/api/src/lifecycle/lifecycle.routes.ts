@@ -2,7 +2,7 @@ import type { RequestContext } from '../context';
 import type { AuthedRoute } from '../http/route';
 import type { JsonSchema } from '../http/validate';
 import { ok } from '../lib/format';
-import { changeState, type LifecycleKind, type Transition } from './lifecycle';
+import { changeState, type LifecycleKind, type LifecycleRow, type Transition } from './lifecycle';
 
 interface LifecycleGroup {
   kind: LifecycleKind;
@@ -13,7 +13,8 @@ interface LifecycleGroup {
   tag: string;
   scope: string;
   view: JsonSchema;
-  load(ctx: RequestContext, id: string): Promise<unknown>;
+  /** The answer of a transition, from the row it wrote (raw pg: lib/rows.ts, asModel), never read again after the commit. */
+  toView(ctx: RequestContext, row: LifecycleRow): unknown;
   /** Also answer `…/publish` as apply (the flow group's SPEC wording). */
   publishAlias?: boolean;
 }
@@ -64,8 +65,8 @@ const describe = (kind: LifecycleKind, t: Transition): { description?: string } 
 export function lifecycleRoutes(g: LifecycleGroup): AuthedRoute[] {
   const run = (t: Transition) => async (ctx: RequestContext) => {
     const id = ctx.params[g.idParam]!;
-    await changeState(ctx.app, g.kind, ctx.tenantId, id, t);
-    return ok(t === 'delete' ? { id, state: 'DELETED' } : await g.load(ctx, id));
+    const row = await changeState(ctx.app, g.kind, ctx.tenantId, id, t);
+    return ok(t === 'delete' ? { id, state: 'DELETED' } : g.toView(ctx, row));
   };
   const common = { auth: 'credential', tenant: 'path', scope: g.scope } as const;
   return [

@@ -29,17 +29,20 @@ const TABLE: Record<LifecycleKind, string> = { ingester: 'ingesters', destinatio
 
 type Queryable = Pick<Pool, 'query'>;
 
-/** One conditional UPDATE: moves the object only if it is in an allowed state. */
-export async function transition(db: Queryable, kind: LifecycleKind, tenantId: string, id: string, t: Transition): Promise<void> {
+/** The row a transition wrote (raw pg: snake_case columns; lib/rows.ts, asModel, makes it the model). */
+export type LifecycleRow = Record<string, unknown>;
+
+/** One conditional UPDATE: moves the object only if it is in an allowed state; returns the row as written. */
+export async function transition(db: Queryable, kind: LifecycleKind, tenantId: string, id: string, t: Transition): Promise<LifecycleRow> {
   const { from, to } = TRANSITIONS[t];
   const table = TABLE[kind];
   // A destination that becomes ACTIVE again loses its auto-disable reason in the same statement.
   const extra = kind === 'destination' && to === 'ACTIVE' ? ', disabled_reason = NULL' : '';
-  const moved = await db.query(
-    `UPDATE ${table} SET state = $1::"LifecycleState", updated_at = now()${extra} WHERE id = $2 AND tenant_id = $3 AND state = ANY($4::"LifecycleState"[])`,
+  const moved = await db.query<LifecycleRow>(
+    `UPDATE ${table} SET state = $1::"LifecycleState", updated_at = now()${extra} WHERE id = $2 AND tenant_id = $3 AND state = ANY($4::"LifecycleState"[]) RETURNING *`,
     [to, id, tenantId, from],
   );
-  if (moved.rowCount) return;
+  if (moved.rows[0]) return moved.rows[0];
   const { rows } = await db.query<{ state: LifecycleState }>(`SELECT state FROM ${table} WHERE id = $1 AND tenant_id = $2`, [id, tenantId]);
   throw refusal(kind, t, rows[0]?.state);
 }
@@ -58,7 +61,7 @@ export function refusal(kind: LifecycleKind | 'cluster', t: Transition, state: L
  * DISABLED or DELETED reference aborts it all (409 naming it in `reference`,
  * `reference_kind` and `reference_state`; `current_state` stays the flow's).
  */
-async function applyFlow(app: AppContext, tenantId: string, id: string): Promise<string[]> {
+async function applyFlow(app: AppContext, tenantId: string, id: string): Promise<{ flow: LifecycleRow; touched: string[] }> {
   const client = await app.pool.connect();
   try {
     await client.query('BEGIN');
@@ -81,13 +84,13 @@ async function applyFlow(app: AppContext, tenantId: string, id: string): Promise
         });
       }
     }
-    await transition(client, 'flow', tenantId, id, 'apply');
+    const flow = await transition(client, 'flow', tenantId, id, 'apply');
     const touched = [id];
     for (const [kind, refId, state] of references) {
       if (state === 'DRAFT') touched.push((await transition(client, kind, tenantId, refId, 'apply'), refId));
     }
     await client.query('COMMIT');
-    return touched;
+    return { flow, touched };
   } catch (err) {
     await client.query('ROLLBACK');
     throw err;
@@ -96,41 +99,48 @@ async function applyFlow(app: AppContext, tenantId: string, id: string): Promise
   }
 }
 
-export async function changeState(app: AppContext, kind: LifecycleKind, tenantId: string, id: string, t: Transition): Promise<void> {
+/**
+ * Moves the object (see TRANSITIONS) and returns its row as the transition wrote it: the
+ * answer is built from it, never from a read after the commit. What follows the commit (the
+ * announcement, handing held deliveries over) logs its failures and never throws.
+ */
+export async function changeState(app: AppContext, kind: LifecycleKind, tenantId: string, id: string, t: Transition): Promise<LifecycleRow> {
   if (kind === 'flow' && t === 'apply') {
-    const touched = await applyFlow(app, tenantId, id);
+    const { flow, touched } = await applyFlow(app, tenantId, id);
     for (const tid of touched) {
       const k: LifecycleKind = tid.startsWith('ing_') ? 'ingester' : tid.startsWith('dst_') ? 'destination' : 'flow';
       await announce(app, { kind: k, id: tid, tenantId });
     }
-    return;
+    return flow;
   }
   if (t === 'delete' && kind !== 'ingester') {
     const limit = app.config.DELETE_CLOSE_INLINE_LIMIT;
-    const closed = await deleteWithDeliveries(app, kind, tenantId, id, limit);
+    const { row, closed } = await deleteWithDeliveries(app, kind, tenantId, id, limit);
     // At the limit, more may be open: the deliverer's janitor closes them (see open-deliveries.ts).
     const openDeliveriesLeft = closed >= limit;
     if (closed > 0) app.logger.info('closed the open deliveries of a deleted object (now in the DLQ)', { [`${kind}_id`]: id, tenant_id: tenantId, deliveries: closed, rest_to_janitor: openDeliveriesLeft });
     // The announcement also wakes the deliverers' janitor when some were left to it.
     await announce(app, openDeliveriesLeft ? { kind, id, tenantId, openDeliveriesLeft } : { kind, id, tenantId });
-    return;
+    return row;
   }
+  let row: LifecycleRow;
   if (kind === 'destination' && t === 'enable') {
-    await retryingDeadlocks(() => enableDestination(app, tenantId, id));
+    row = await retryingDeadlocks(() => enableDestination(app, tenantId, id));
   } else if (kind === 'destination' && t === 'disable') {
     // Its deliveries' `held` flag follows its state in the same statement: the trigger
     // on destinations.state (migration 20261124000000_held_deliveries) marks the open
     // deliveries held when it is disabled and clears them when it is enabled, locking
     // them in id order. Those locks can meet an outcome batch's, so a deadlock victim is
     // run again (the trigger's work was rolled back with it).
-    await retryingDeadlocks(() => transition(app.pool, kind, tenantId, id, t));
+    row = await retryingDeadlocks(() => transition(app.pool, kind, tenantId, id, t));
   } else {
-    await transition(app.pool, kind, tenantId, id, t);
+    row = await transition(app.pool, kind, tenantId, id, t);
   }
   await announce(app, { kind, id, tenantId });
   // Delivery resumes: the held deliveries go out now (after the announcement, so that
   // routers have stopped holding new ones), not at the next recovery sweep.
   if (t === 'enable' && kind !== 'ingester') await requeueHeld(app, kind, tenantId, id);
+  return row;
 }
 
 /** Seconds a client is asked to wait when a re-enabled destination's health could not be reset. */
@@ -149,8 +159,8 @@ const HEALTH_RESET_RETRY_AFTER_S = 2;
  * The trigger's locks (held flags cleared, in id order) can meet an outcome batch's: run
  * it in retryingDeadlocks.
  */
-async function enableDestination(app: AppContext, tenantId: string, id: string): Promise<void> {
-  await withTransaction(app.pool, async (client) => {
+async function enableDestination(app: AppContext, tenantId: string, id: string): Promise<LifecycleRow> {
+  return withTransaction(app.pool, async (client) => {
     const { rows } = await client.query<{ state: LifecycleState }>('SELECT state FROM destinations WHERE id = $1 AND tenant_id = $2 FOR UPDATE', [id, tenantId]);
     const state = rows[0]?.state;
     if (!state || !TRANSITIONS.enable.from.includes(state)) throw refusal('destination', 'enable', state);
@@ -165,7 +175,7 @@ async function enableDestination(app: AppContext, tenantId: string, id: string):
         { 'Retry-After': String(HEALTH_RESET_RETRY_AFTER_S) },
       );
     }
-    await transition(client, 'destination', tenantId, id, 'enable');
+    return transition(client, 'destination', tenantId, id, 'enable');
   });
 }
 
@@ -177,9 +187,9 @@ async function enableDestination(app: AppContext, tenantId: string, id: string):
  * pending for ever. Returns how many deliveries were closed here. A deadlock victim (an
  * outcome being recorded for the same deliveries) is run again.
  */
-async function deleteWithDeliveries(app: AppContext, kind: 'destination' | 'flow', tenantId: string, id: string, limit: number): Promise<number> {
+async function deleteWithDeliveries(app: AppContext, kind: 'destination' | 'flow', tenantId: string, id: string, limit: number): Promise<{ row: LifecycleRow; closed: number }> {
   return retryingDeadlocks(() => withTransaction(app.pool, async (client) => {
-    await transition(client, kind, tenantId, id, 'delete');
-    return closeOpenDeliveries(client, kind, tenantId, id, limit);
+    const row = await transition(client, kind, tenantId, id, 'delete');
+    return { row, closed: await closeOpenDeliveries(client, kind, tenantId, id, limit) };
   }));
 }

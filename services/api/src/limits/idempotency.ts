@@ -12,19 +12,29 @@ import type { AppContext } from '../context';
  * a request runs, so only the credential that made it gets it back.
  *
  * The first request claims the key with an in-flight row (status 0) holding a token of its
- * own and the time it was last known alive (`response_body` = {claim, alive_at}); the
- * finished response is stored sealed. Same key + same request → the stored status and
- * body; different request → 409 idempotency-conflict; the same request while the first
- * still runs → 409 conflict ("still being processed"), however long it runs.
+ * own, the time it was last known alive and whether its handler may have started
+ * (`response_body` = {claim, alive_at, started}); the finished response is stored sealed.
+ * Same key + same request → the stored status and body; different request → 409
+ * idempotency-conflict; the same request while the first still runs → 409 conflict ("still
+ * being processed"), however long it runs.
  *
- * Liveness, not age, decides whether a claim may be retaken: the owning request refreshes
- * `alive_at` every quarter of IDEMPOTENCY_STALE_CLAIM_MS (60 s by default) while it runs
- * (waiting on locks included: the api sets no statement or lock timeout, so a request has
- * no upper bound), and only a claim not refreshed for IDEMPOTENCY_STALE_CLAIM_MS (its
- * process crashed or was killed) is retaken by a retry. The owner stores its outcome (or,
- * on a 5xx, releases the key) only while it still holds its own claim: a run whose claim was
- * retaken answers its own client but never overwrites the record of the run that took it.
- * (A claim written before `alive_at` existed is judged by its created_at, as before.)
+ * Once the handler has started, its outcome is the key's whatever it is, as Stripe's keys
+ * work ("subsequent requests with the same key return the same result, including 500
+ * errors"): a 5xx is stored and replayed like any answer, since the write may have been
+ * applied before the failure and a retry must not apply it again. The key is released (the
+ * claim deleted) only when the handler never ran: the claim is marked started just before it
+ * runs (runIdempotent), and a failure to mark it releases it. Refusals before the claim
+ * (authentication, tenant, scope, body validation) store nothing.
+ *
+ * Liveness decides whether a claim may be retaken: the owning request refreshes `alive_at`
+ * every quarter of IDEMPOTENCY_STALE_CLAIM_MS (60 s by default) while it runs (waiting on
+ * locks included: the api sets no statement or lock timeout, so a request has no upper
+ * bound). A claim not refreshed for IDEMPOTENCY_STALE_CLAIM_MS lost its request (its process
+ * died, or it could not store its outcome): when that request's handler never started
+ * (`started` false) a retry takes the claim over and runs; when it may have started, nothing
+ * runs again: 409 idempotency-outcome-unknown (the first request may have been applied; the
+ * client checks the resource, then uses a new key). A claim written before `started` existed
+ * counts as started. The owner marks and stores only while it still holds its own claim.
  */
 const TTL = `interval '24 hours'`;
 const DEFAULT_STALE_CLAIM_MS = 60_000;
@@ -35,7 +45,7 @@ export interface IdempotencyClaim {
   key: string;
   /** This request's own claim: finishIdempotent stores only under it. */
   token: string;
-  /** Keeps `alive_at` fresh while the request runs; stopped by finishIdempotent. */
+  /** Keeps `alive_at` fresh while the request runs; stopped once its outcome is stored or the key released. */
   heartbeat: NodeJS.Timeout;
 }
 
@@ -67,8 +77,11 @@ function staleClaimMs(app: AppContext): number {
   return app.config.IDEMPOTENCY_STALE_CLAIM_MS ?? DEFAULT_STALE_CLAIM_MS;
 }
 
-// An in-flight claim: its token and when its request was last known alive.
-const CLAIM = `jsonb_build_object('claim', $5::text, 'alive_at', now())`;
+// An in-flight claim: its token, when its request was last known alive, and whether its
+// handler may have started (set just before it runs: markStarted).
+const CLAIM = `jsonb_build_object('claim', $5::text, 'alive_at', now(), 'started', false)`;
+// When a claim's request was last known alive (a claim from before `alive_at`: its created_at).
+const ALIVE_AT = `COALESCE((idempotency_records.response_body->>'alive_at')::timestamptz, idempotency_records.created_at)`;
 // The claim is held by `token` (and still in flight).
 const HELD = `scope = $1 AND key = $2 AND status_code = 0 AND response_body->>'claim' = $3`;
 
@@ -103,6 +116,9 @@ function startHeartbeat(app: AppContext, scope: string, key: string, token: stri
 export async function startIdempotent(app: AppContext, tenantId: string, actor: string, key: string, hash: string): Promise<IdempotencyStart> {
   const scope = scopeOf(tenantId, actor);
   const token = randomUUID();
+  // Retaken: an expired record, or an in-flight claim whose request is gone (not heard from
+  // for the stale window) and whose handler never started. `started` is read from the row as
+  // it is once locked, so a claim marked started meanwhile is never retaken.
   const claimed = await app.pool.query(
     `INSERT INTO idempotency_records (scope, key, tenant_id, request_hash, status_code, response_body, expires_at)
      VALUES ($1, $2, $3, $4, 0, ${CLAIM}, now() + ${TTL})
@@ -110,19 +126,29 @@ export async function startIdempotent(app: AppContext, tenantId: string, actor: 
        SET request_hash = EXCLUDED.request_hash, status_code = 0, response_body = EXCLUDED.response_body, created_at = now(), expires_at = EXCLUDED.expires_at
        WHERE idempotency_records.expires_at < now()
           OR (idempotency_records.status_code = 0
-              AND COALESCE((idempotency_records.response_body->>'alive_at')::timestamptz, idempotency_records.created_at) < now() - $6::double precision * interval '1 millisecond')
+              AND idempotency_records.response_body->>'started' = 'false'
+              AND ${ALIVE_AT} < now() - $6::double precision * interval '1 millisecond')
      RETURNING key`,
     [scope, key, tenantId, hash, token, staleClaimMs(app)],
   );
   if (claimed.rowCount) return { kind: 'claimed', scope, key, token, heartbeat: startHeartbeat(app, scope, key, token) };
-  const { rows } = await app.pool.query<{ request_hash: string; status_code: number; response_body: { sealed?: string } | null }>(
-    'SELECT request_hash, status_code, response_body FROM idempotency_records WHERE scope = $1 AND key = $2',
-    [scope, key],
+  const { rows } = await app.pool.query<{ request_hash: string; status_code: number; response_body: { sealed?: string } | null; stale: boolean }>(
+    `SELECT request_hash, status_code, response_body, ${ALIVE_AT} < now() - $3::double precision * interval '1 millisecond' AS stale
+       FROM idempotency_records WHERE scope = $1 AND key = $2`,
+    [scope, key, staleClaimMs(app)],
   );
   const row = rows[0];
   if (!row) return startIdempotent(app, tenantId, actor, key, hash); // deleted in between: claim again
   if (row.request_hash !== hash) {
     throw new AppError('idempotency-conflict', 'This Idempotency-Key was already used with a different request.', { idempotency_key: key });
+  }
+  if (row.status_code === 0 && row.stale) {
+    // Not retaken above, so its handler may have started (or the claim predates `started`).
+    throw new AppError(
+      'idempotency-outcome-unknown',
+      'The first request with this Idempotency-Key stopped before its outcome was recorded; it may have been applied. Check the resource, then retry with a new key.',
+      { idempotency_key: key },
+    );
   }
   if (row.status_code === 0) throw new AppError('conflict', 'A request with this Idempotency-Key is still being processed; retry later.');
   const sealed = row.response_body?.sealed;
@@ -130,18 +156,78 @@ export async function startIdempotent(app: AppContext, tenantId: string, actor: 
 }
 
 /**
- * Stores the outcome under this request's own claim; a server error releases the key
- * instead, so a retry runs again. A claim retaken meanwhile (this request was not heard
- * from for IDEMPOTENCY_STALE_CLAIM_MS) is left to the request that holds it.
+ * Marks the claim started, just before its handler runs (and refreshes `alive_at`): from then
+ * on the claim is never retaken, and only its stored outcome answers the key. When the mark
+ * cannot be written the handler does not run and the key is released; when the claim is no
+ * longer this request's (retaken while this request was not heard from), another request
+ * with the key runs: 409 still being processed.
+ */
+async function markStarted(app: AppContext, claim: IdempotencyClaim): Promise<void> {
+  const { scope, key, token } = claim;
+  let held: number | null;
+  try {
+    held = (
+      await app.pool.query(`UPDATE idempotency_records SET response_body = response_body || jsonb_build_object('started', true, 'alive_at', now()), created_at = now() WHERE ${HELD}`, [
+        scope,
+        key,
+        token,
+      ])
+    ).rowCount;
+  } catch (err) {
+    await releaseIdempotent(app, claim).catch((e: Error) => app.logger.warn('could not release an Idempotency-Key claim whose handler never ran', { scope, err: e.message }));
+    throw err;
+  }
+  if (!held) {
+    clearInterval(claim.heartbeat);
+    throw new AppError('conflict', 'A request with this Idempotency-Key is still being processed; retry later.');
+  }
+}
+
+/** Releases the key (deletes this request's own claim): only for a request whose handler never ran. */
+export async function releaseIdempotent(app: AppContext, claim: IdempotencyClaim): Promise<void> {
+  clearInterval(claim.heartbeat);
+  await app.pool.query(`DELETE FROM idempotency_records WHERE ${HELD}`, [claim.scope, claim.key, claim.token]);
+}
+
+/**
+ * Stores the outcome, whatever its status (a 5xx included), under this request's own claim.
+ * A claim retaken meanwhile (this request's handler never started) is left to the request
+ * that holds it.
  */
 export async function finishIdempotent(app: AppContext, claim: IdempotencyClaim, status: number, body: unknown): Promise<void> {
   clearInterval(claim.heartbeat);
   const { scope, key, token } = claim;
-  if (status >= 500) {
-    await app.pool.query(`DELETE FROM idempotency_records WHERE ${HELD}`, [scope, key, token]);
-    return;
-  }
   const sealed = body === undefined ? null : { sealed: app.box.seal(JSON.stringify(body)) };
   const stored = await app.pool.query(`UPDATE idempotency_records SET status_code = $4, response_body = $5 WHERE ${HELD}`, [scope, key, token, status, sealed]);
   if (!stored.rowCount) app.logger.warn('Idempotency-Key claim was retaken before the request finished; its outcome is not stored', { scope, status });
+}
+
+/**
+ * Runs a claimed request's handler: marks the claim started (markStarted: nothing runs when
+ * that fails), runs it, and stores its outcome, the problem it threw included (`failed` turns
+ * an error into the answer it becomes). The handler's answer stands when the outcome cannot
+ * be stored (logged): its effect is done, and the claim left in flight answers 409 still
+ * being processed, then, once stale, 409 idempotency-outcome-unknown, never a second run.
+ */
+export async function runIdempotent<R extends { status: number; body?: unknown }>(
+  app: AppContext,
+  claim: IdempotencyClaim,
+  run: () => Promise<R>,
+  failed: (err: unknown) => { status: number; body?: unknown },
+): Promise<R> {
+  await markStarted(app, claim);
+  const store = (status: number, body: unknown) =>
+    finishIdempotent(app, claim, status, body).catch((e: Error) =>
+      app.logger.error('Idempotency-Key outcome not stored; the key answers 409 until it expires', { scope: claim.scope, status, err: e.message }),
+    );
+  let out: R;
+  try {
+    out = await run();
+  } catch (err) {
+    const f = failed(err);
+    await store(f.status, f.body);
+    throw err;
+  }
+  await store(out.status, out.body);
+  return out;
 }

@@ -2,7 +2,7 @@ import * as z from 'zod';
 import { AppError } from '@hookline/errors';
 import { asServiceError } from '../http/api-problem';
 import { requireScope } from './mcp-auth';
-import { startMcpAudit } from './mcp-audit';
+import { startAudit } from '../audit/audit-write';
 import { TOOL_GROUP_NEEDS } from './mcp-grants';
 import type { McpContext } from './mcp-deps';
 import { parseOr400 } from './mcp-http';
@@ -102,7 +102,7 @@ export function auditedArguments(tool: AnyTool, raw: unknown): Record<string, un
  * mirror) instead of dropping them (MCP, as its JSON Schema allows). Every write call,
  * refused or not, is audited, fail closed: its row (auditedArguments, not the raw input) is
  * written before anything else, and when it cannot be the call fails (500) and nothing runs;
- * its outcome is recorded once the call ends (mcp-audit.ts, startMcpAudit).
+ * its outcome is recorded once the call ends (audit/audit-write.ts, startAudit).
  */
 export async function runTool(ctx: McpContext, tool: AnyTool, raw: unknown, opts: { strict: boolean }): Promise<Record<string, unknown>> {
   const input = opts.strict ? z.object(tool.input).strict() : z.object(tool.input);
@@ -113,7 +113,7 @@ export async function runTool(ctx: McpContext, tool: AnyTool, raw: unknown, opts
   const group = tool.access.group;
   // The resource as the tool would read it, unknown arguments aside (even when the mirror refuses them).
   const known = z.object(tool.input).safeParse(raw ?? {});
-  const finish = await startMcpAudit(ctx.deps.pool, {
+  const finish = await startAudit(ctx.deps.pool, {
     tenantId: ctx.principal.tenantId,
     actor: `mcp_key:${ctx.principal.keyId}`,
     action: `mcp.${tool.name}`,

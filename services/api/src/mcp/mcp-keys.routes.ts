@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response, Router } from 'express';
 import type * as z from 'zod';
 import { AppError } from '@hookline/errors';
 import { authenticateApiKeyOnly, authenticateMcp, requireScope } from './mcp-auth';
-import { startMcpAudit, type McpAuditEnd } from './mcp-audit';
+import { startAudit, type AuditEnd } from '../audit/audit-write';
 import { assertMayGrant, assertMayRevoke } from './mcp-grants';
 import type { RateLimit } from '../config';
 import { apiContextOf, type ApiCaller, type McpDeps } from './mcp-deps';
@@ -10,7 +10,7 @@ import { asServiceError } from '../http/api-problem';
 import { assertJsonBody } from '../http/json-body';
 import { problemReply, replayedBody, send } from '../http/route';
 import { listBody } from '../http/schemas';
-import { finishIdempotent, requestHash, startIdempotent, validIdempotencyKey } from '../limits/idempotency';
+import { requestHash, runIdempotent, startIdempotent, validIdempotencyKey } from '../limits/idempotency';
 import { param, parseOr400, requestIdOf } from './mcp-http';
 import { mcpKeyLimit, rateLimitMcp } from './mcp-rate-limit';
 import { createKeyBody, createMcpKey, DEFAULT_MCP_SCOPES, listMcpKeys, parseGroup, revokeMcpKey, setToolGroup } from './mcp-keys';
@@ -69,7 +69,8 @@ type Action<B> = (admin: KeyAdmin, req: Request, body: B) => Promise<Outcome>;
  * per credential, 24 h, the response sealed since a create answers the key itself): the same
  * key and request (method, path, body) from the same credential answer the original status
  * and body with `Idempotent-Replayed: true` and change nothing; another request under the key
- * is a 409 idempotency-conflict. An error outcome is kept too (a 5xx releases the key).
+ * is a 409 idempotency-conflict. An error outcome is kept too, a 5xx included: once the
+ * change has started, its outcome is the key's (runIdempotent), never run twice.
  * Another credential's identical request is not a replay: it is authorized and run on its
  * own (its scopes, its rate-limit cap), so it never receives a key another credential made.
  */
@@ -87,29 +88,20 @@ async function idempotent(deps: McpDeps, admin: KeyAdmin, req: Request, res: Res
     const id = (started.body as { id?: unknown } | undefined)?.id;
     return { status: started.status, body: replayedBody(started.status, started.body, requestIdOf(res)), resourceId: typeof id === 'string' ? id : req.params['kid'] ? param(req, 'kid') : null, params: { idempotent_replay: true } };
   }
-  let out: Outcome;
-  try {
-    out = await run();
-  } catch (err) {
-    const failed = problemReply(err, requestIdOf(res));
-    await finishIdempotent(app, started, failed.status, failed.body);
-    throw err;
-  }
-  await finishIdempotent(app, started, out.status, out.body);
-  return out;
+  return runIdempotent(app, started, run, (err) => problemReply(err, requestIdOf(res)));
 }
 
 /**
  * A key-management write, once the caller is known: authorized, its JSON body (when it takes
  * one) checked, then run under its Idempotency-Key; audited, refusals included, fail closed as
- * the write tools are (mcp-audit.ts, startMcpAudit): the row (the path, and the key the path
+ * the write tools are (audit/audit-write.ts, startAudit): the row (the path, and the key the path
  * names) is written first and nothing runs when it cannot be (500); the outcome, with the key
  * and the parameters known only then, is recorded once the request ends.
  */
 function write<B = undefined>(deps: McpDeps, action: string, need: 'write' | 'elevate', run: Action<B>, body?: z.ZodType<B>): RequestHandler {
   return async (req: Request, res: Response) => {
     const admin = await identify(deps, req, res);
-    const finish = await startMcpAudit(deps.pool, {
+    const finish = await startAudit(deps.pool, {
       tenantId: admin.tenantId,
       actor: `${admin.kind}:${admin.id}`,
       action,
@@ -117,7 +109,7 @@ function write<B = undefined>(deps: McpDeps, action: string, need: 'write' | 'el
       params: { path: req.path },
       requestId: requestIdOf(res),
     });
-    const ended = (status: number, end?: McpAuditEnd) =>
+    const ended = (status: number, end?: AuditEnd) =>
       finish(status, end).catch((e: Error) => deps.logger.error('mcp audit outcome write failed', { action, request_id: requestIdOf(res), err: e.message }));
     let out: Outcome;
     try {

@@ -99,8 +99,8 @@ export async function listMcpKeys(deps: McpDeps, tenantId: string, query: Record
   return pageResult(rows.map((r) => view(deps, r)), page);
 }
 
-async function getKey(deps: McpDeps, tenantId: string, keyId: string): Promise<KeyRow> {
-  const { rows } = await deps.pool.query<KeyRow>(`${SELECT} AND k.id = $2`, [tenantId, keyId]);
+async function getKey(db: Pick<McpDeps['pool'], 'query'>, tenantId: string, keyId: string): Promise<KeyRow> {
+  const { rows } = await db.query<KeyRow>(`${SELECT} AND k.id = $2`, [tenantId, keyId]);
   if (!rows[0]) throw AppError.notFound('MCP key');
   return rows[0];
 }
@@ -123,11 +123,14 @@ export async function createMcpKey(
   const expiresAt = keyExpiry(body.expires_at, creatorExpiry);
   const k = newApiKey('mcp');
   const id = newId('key');
-  await deps.pool.query(
-    `INSERT INTO api_keys (id, tenant_id, name, prefix, key_hash, scopes, kind, expires_at, rate_limit_per_minute, rate_limit_burst) VALUES ($1, $2, $3, $4, $5, $6, 'mcp', $7, $8, $9)`,
+  // The answer is the row as inserted (a new key has no tool group; its tenant's plan is the
+  // creator's): no read after the commit, which failing would answer an error for a key made.
+  const { rows } = await deps.pool.query<Omit<KeyRow, 'plan' | 'tool_groups'>>(
+    `INSERT INTO api_keys (id, tenant_id, name, prefix, key_hash, scopes, kind, expires_at, rate_limit_per_minute, rate_limit_burst) VALUES ($1, $2, $3, $4, $5, $6, 'mcp', $7, $8, $9)
+     RETURNING id, name, prefix, scopes, created_at, last_used_at, expires_at, revoked_at, rate_limit_per_minute, rate_limit_burst`,
     [id, tenantId, body.name, k.prefix, k.hash, body.scopes ?? DEFAULT_MCP_SCOPES, expiresAt, own?.perMinute ?? null, own?.burst ?? null],
   );
-  return view(deps, await getKey(deps, tenantId, id), k.key);
+  return view(deps, { ...rows[0]!, plan, tool_groups: [] }, k.key);
 }
 
 /**
@@ -137,14 +140,16 @@ export async function createMcpKey(
  * deleted here, or waits and then finds the key revoked.
  */
 export async function revokeMcpKey(deps: McpDeps, tenantId: string, keyId: string, mayRevoke: (key: Pick<KeyRow, 'id' | 'scopes'>) => void): Promise<McpKeyView> {
-  await withTransaction(deps.pool, async (client) => {
+  // The answer is read in the transaction, before the commit.
+  const row = await withTransaction(deps.pool, async (client) => {
     const { rows } = await client.query<Pick<KeyRow, 'id' | 'scopes'>>(`SELECT id, scopes FROM api_keys WHERE id = $1 AND tenant_id = $2 AND kind = 'mcp' FOR UPDATE`, [keyId, tenantId]);
     if (!rows[0]) throw AppError.notFound('MCP key');
     mayRevoke(rows[0]);
     await client.query(`UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND tenant_id = $2 AND kind = 'mcp' AND revoked_at IS NULL`, [keyId, tenantId]);
     await client.query(`DELETE FROM mcp_tool_grants WHERE api_key_id = $1 AND tenant_id = $2`, [keyId, tenantId]);
+    return getKey(client, tenantId, keyId);
   });
-  return view(deps, await getKey(deps, tenantId, keyId));
+  return view(deps, row);
 }
 
 export function parseGroup(group: string): ToolGroup {
@@ -154,20 +159,26 @@ export function parseGroup(group: string): ToolGroup {
 }
 
 export async function setToolGroup(deps: McpDeps, tenantId: string, keyId: string, group: ToolGroup, enabled: boolean, grantedBy: string): Promise<McpKeyView> {
-  const key = await getKey(deps, tenantId, keyId);
+  // One transaction, the answer read in it before the commit (never after it). Each statement
+  // still sees what committed before it (read committed), as when they ran on their own.
+  return view(deps, await withTransaction(deps.pool, (client) => changeToolGroup(client, tenantId, keyId, group, enabled, grantedBy)));
+}
+
+async function changeToolGroup(db: Pick<McpDeps['pool'], 'query'>, tenantId: string, keyId: string, group: ToolGroup, enabled: boolean, grantedBy: string): Promise<KeyRow> {
+  const key = await getKey(db, tenantId, keyId);
   if (key.revoked_at) throw new AppError('conflict', 'The MCP key is revoked.');
   if (enabled) {
     // Only while the key is live, read under a share lock: a revoke in progress (it holds the
     // row) is waited for, so no group outlives the key.
-    const { rowCount } = await deps.pool.query(
+    const { rowCount } = await db.query(
       `INSERT INTO mcp_tool_grants (api_key_id, tool_group, tenant_id, granted_by)
        SELECT k.id, $2, $3, $4 FROM (SELECT id FROM api_keys WHERE id = $1 AND tenant_id = $3 AND kind = 'mcp' AND revoked_at IS NULL FOR SHARE) k
        ON CONFLICT DO NOTHING`,
       [keyId, group, tenantId, grantedBy],
     );
-    if (!rowCount && (await getKey(deps, tenantId, keyId)).revoked_at) throw new AppError('conflict', 'The MCP key is revoked.');
+    if (!rowCount && (await getKey(db, tenantId, keyId)).revoked_at) throw new AppError('conflict', 'The MCP key is revoked.');
   } else {
-    await deps.pool.query(`DELETE FROM mcp_tool_grants WHERE api_key_id = $1 AND tool_group = $2 AND tenant_id = $3`, [keyId, group, tenantId]);
+    await db.query(`DELETE FROM mcp_tool_grants WHERE api_key_id = $1 AND tool_group = $2 AND tenant_id = $3`, [keyId, group, tenantId]);
   }
-  return view(deps, await getKey(deps, tenantId, keyId));
+  return getKey(db, tenantId, keyId);
 }

@@ -119,7 +119,8 @@ const KEY_ACCESS =
   "A control-API credential (read:api-keys to list, write:api-keys to change) or an MCP key with mcp:admin:keys; enabling a write group needs write:api-keys. What a key is given is bounded by the giver: an MCP key hands out only MCP scopes it holds and never enables a write group; a control-API credential (an API key, or a session, which holds every scope) gives an MCP scope or enables a write group only when it holds the control-API scopes that do the same over REST (" + GRANT_NEEDS + "), else 403 insufficient-scope (required_scope, missing_scopes) and nothing changes. Writes are audited, fail closed: the audit row is written before the change, and when it cannot be the request is a 500 and nothing changes. A NUL (U+0000) in the path, the query or the body is a 400 validation-error before authentication. Rate-limited per tenant as the control API (the caller's tenant and plan) and, when called with an MCP key, by that key's own bucket too (see the MCP endpoint).";
 /**
  * A key-management write. Like every control-API write it takes Idempotency-Key (400 when
- * malformed, 409 idempotency-conflict when reused with another request). `notes`: a
+ * malformed, 409 idempotency-conflict when reused with another request, 409
+ * idempotency-outcome-unknown when its first request's outcome was never recorded). `notes`: a
  * description of what a status means for this operation, over the shared one.
  */
 const keyOp = (operationId: string, summary: string, params: string[], status: number, extraErrors: number[], body?: Doc, notes: Record<number, string> = {}): Doc => {

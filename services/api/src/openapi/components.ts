@@ -40,7 +40,7 @@ export const problemSchema = {
     errors: { type: 'array', items: { type: 'object', required: ['field', 'message'], properties: { field: str, message: str } }, description: 'validation-error' },
     required_scope: { type: 'string', description: 'insufficient-scope' },
     resource_id: { type: 'string', description: 'permission-denied' },
-    idempotency_key: { type: 'string', description: 'idempotency-conflict' },
+    idempotency_key: { type: 'string', description: 'idempotency-conflict, idempotency-outcome-unknown: the Idempotency-Key as sent' },
     retry_after_seconds: { type: 'integer', description: 'rate-limit-exceeded' },
     required_plan: { type: 'string', description: 'plan-required' },
     tool_group: { type: 'string', description: 'write-tool-disabled (MCP)' },
@@ -57,13 +57,15 @@ export const ERROR_DESCRIPTIONS: Record<number, string> = {
   401: 'unauthorized: credential missing, invalid, revoked or expired',
   403: 'insufficient-scope (required_scope), permission-denied (resource_id) or plan-required (required_plan)',
   404: 'not-found: missing, or not visible to this tenant',
-  409: 'conflict (duplicate name, illegal lifecycle transition) or idempotency-conflict (idempotency_key)',
+  409:
+    'conflict (duplicate name, illegal lifecycle transition; or "still being processed": the first request with this Idempotency-Key still runs), idempotency-conflict (idempotency_key: the key was used with another request) or ' +
+    'idempotency-outcome-unknown (idempotency_key): the first request with this Idempotency-Key stopped before its outcome was recorded; it may have been applied: check the resource, then retry with a new key',
   413: 'payload-too-large: the body exceeds API_BODY_LIMIT',
   415: 'unsupported-media-type: the body is not sent as application/json, or its encoding or charset is not supported',
   422: 'unprocessable-entity: well-formed but refers to something that does not exist',
   429: 'rate-limit-exceeded (retry_after_seconds, Retry-After)',
-  500: 'internal-error',
-  503: 'service-unavailable: PostgreSQL (or, for a step that needs it such as a destination enable, Redis) is temporarily unreachable; nothing was applied; retry after the Retry-After seconds',
+  500: 'internal-error. With Idempotency-Key on a write, a 5xx is the key\'s answer like any other and is replayed: retry with a new key after checking the resource',
+  503: 'service-unavailable: PostgreSQL (or, for a step that needs it such as a destination enable, Redis) is temporarily unreachable; nothing was applied; retry after the Retry-After seconds (with Idempotency-Key on a write, the 503 is the key\'s answer and is replayed: retry with a new key)',
 };
 
 export const securitySchemes = {
@@ -86,6 +88,8 @@ export const IDEMPOTENCY_KEY_PARAMETER = {
   description:
     'Kept 24 h per credential: the same key and body from the same credential return the original status and body (Idempotent-Replayed: true); another body is 409 idempotency-conflict; another credential\'s request with the same key is its own request. ' +
     'While the first request with the key is still running (however long: waiting on locks included), the same request again is 409 conflict ("still being processed"; nothing is run): retry later to get the first one\'s answer. ' +
-    'Only a request not heard from for IDEMPOTENCY_STALE_CLAIM_MS (60 s by default; its server process died) loses the key to a retry, which then runs; should that request still finish, its client gets its answer but the key keeps the retry\'s',
+    'Once the first request has started running, its outcome is the key\'s, whatever it is: a 5xx is replayed like any answer (the write may have been applied before the failure); retry with a new key after checking the resource. ' +
+    'A request refused before it runs (authentication, tenant, scope, body validation) leaves the key untouched, and one that took the key but could not start releases it: only then may the key be used again for a run. ' +
+    'A first request not heard from for IDEMPOTENCY_STALE_CLAIM_MS (60 s by default: its server process died, or its outcome could not be recorded) is never run again under the key: when it may have started, the same request is 409 idempotency-outcome-unknown (idempotency_key; it may have been applied: check the resource, then retry with a new key); only one that provably never started loses the key to a retry, which then runs',
   schema: { type: 'string', maxLength: 255 },
 };

@@ -2,7 +2,12 @@ import { retryingDeadlocks, withTransaction, type Pool } from '@hookline/db';
 import { flowActiveSql, freeSql, shownStatusSql } from '@hookline/delivery';
 import { AppError } from '@hookline/errors';
 import type { AppContext } from '../context';
+import type { Delivery } from '../lib/models';
+import { asModel } from '../lib/rows';
 import { enqueueDeliveries, poolOf, type RequeueDeps } from './requeue';
+
+/** A row replaySql returned: the whole delivery too when asked (withRows). */
+type ReplayedRow = Record<string, unknown> & { id: string; event_id: string; was_exhausted: boolean };
 
 const REPLAYABLE = ['exhausted', 'delivered'];
 
@@ -173,6 +178,8 @@ function notActive(kind: 'destination' | 'flow', state: string, action: 'replayi
 }
 
 export interface ReplayFilter {
+  /** Also return each replayed delivery's row as the replay wrote it (replayOne's answer). */
+  withRows?: boolean;
   deliveryIds?: string[];
   destinationId?: string;
   status?: 'exhausted' | 'delivered';
@@ -218,14 +225,14 @@ SELECT c.id, c.destination_id, c.flow_id FROM deliveries c
 // comes back with it: `was_exhausted` says the replay took it out of the DLQ; only those
 // rows' events are marked `replayed` (markReplayed). A delivered delivery sent again leaves
 // its event as it is, even a `dlq_queued` one whose other delivery is still in the DLQ.
-const REPLAY_SQL = `
+const replaySql = (withRows: boolean) => `
 UPDATE deliveries d
    SET status = 'replaying', replay_count = d.replay_count + 1, round_start_attempt = d.attempt_count, next_attempt_at = now(), lease_until = NULL, lease_owner = NULL, held = false, held_since = NULL, updated_at = now()
   FROM (SELECT c.id, c.status FROM deliveries c
          WHERE c.id = ANY($8::text[]) AND ${REPLAY_MATCH}
          ORDER BY c.id LIMIT $7 FOR UPDATE SKIP LOCKED) was
  WHERE d.id = was.id
-RETURNING d.id, d.event_id, was.status = 'exhausted' AS was_exhausted`;
+RETURNING ${withRows ? 'd.*, ' : ''}d.id, d.event_id, was.status = 'exhausted' AS was_exhausted`;
 
 /**
  * Replay: deliveries (exhausted by default) whose payload is still retained and whose
@@ -256,12 +263,12 @@ RETURNING d.id, d.event_id, was.status = 'exhausted' AS was_exhausted`;
  * first): a deadlock victim runs again as a whole (retryingDeadlocks). The events are
  * marked `replayed` once, after the last round (only those of rows that were exhausted).
  */
-export async function replayMatching(app: ReplayDeps, tenantId: string, f: ReplayFilter): Promise<{ id: string; eventId: string }[]> {
+export async function replayMatching(app: ReplayDeps, tenantId: string, f: ReplayFilter): Promise<{ id: string; eventId: string; row?: Delivery }[]> {
   const match = [tenantId, f.deliveryIds ?? null, f.status ? [f.status] : f.deliveryIds ? REPLAYABLE : ['exhausted'], f.destinationId ?? null, f.since ?? null, f.until ?? null];
   // With a list, the candidates are at most the listed ids: once all were seen, no round is left.
   const listed = f.deliveryIds ? new Set(f.deliveryIds).size : Infinity;
   const replayed = await retryingDeadlocks(() => withTransaction(app.pool, async (client) => {
-    const rows: { id: string; event_id: string; was_exhausted: boolean }[] = [];
+    const rows: ReplayedRow[] = [];
     let after: string | null = null;
     let seen = 0;
     while (rows.length < f.limit) {
@@ -271,7 +278,7 @@ export async function replayMatching(app: ReplayDeps, tenantId: string, f: Repla
       const { rows: candidates }: { rows: Candidate[] } = await client.query<Candidate>(REPLAY_CANDIDATES_SQL, [...match, take, after]);
       if (!candidates.length) break;
       await lockOwners(client, tenantId, [...new Set(candidates.map((c) => c.destination_id))], [...new Set(candidates.map((c) => c.flow_id))]);
-      const { rows: updated } = await client.query<{ id: string; event_id: string; was_exhausted: boolean }>(REPLAY_SQL, [...match, missing, candidates.map((c) => c.id)]);
+      const { rows: updated } = await client.query<ReplayedRow>(replaySql(f.withRows === true), [...match, missing, candidates.map((c) => c.id)]);
       rows.push(...updated);
       seen += candidates.length;
       if (candidates.length < take || seen >= listed) break;
@@ -279,7 +286,7 @@ export async function replayMatching(app: ReplayDeps, tenantId: string, f: Repla
     }
     const outOfDlq = [...new Set(rows.filter((r) => r.was_exhausted).map((r) => r.event_id))];
     if (outOfDlq.length) await markReplayed(client, tenantId, outOfDlq);
-    return rows.map((r) => ({ id: r.id, eventId: r.event_id }));
+    return rows.map((r) => ({ id: r.id, eventId: r.event_id, ...(f.withRows ? { row: asModel<Delivery>(r) } : {}) }));
   }));
   await enqueueDeliveries(app, replayed.map((r) => r.id), poolOf(app.pools, tenantId));
   return replayed;
@@ -298,7 +305,7 @@ async function explainRefusal(app: ReplayDeps, tenantId: string, id: string): Pr
   if (!r.retained) return payloadNotRetained('replayed');
   if (r.dst_state !== 'ACTIVE') return notActive('destination', r.dst_state, 'replaying');
   if (r.flow_state !== null && r.flow_state !== 'ACTIVE') return notActive('flow', r.flow_state, 'replaying');
-  // Replayable, retained and ACTIVE, yet not replayed: REPLAY_SQL skipped it because another
+  // Replayable, retained and ACTIVE, yet not replayed: replaySql skipped it because another
   // transaction held it (SKIP LOCKED): a concurrent replay or retry of it.
   if (REPLAYABLE.includes(r.status)) {
     return new AppError('conflict', 'A replay or retry of this delivery is already in progress; fetch the delivery to see its outcome.', { reason_code: 'replay_in_progress' });
@@ -306,9 +313,12 @@ async function explainRefusal(app: ReplayDeps, tenantId: string, id: string): Pr
   return new AppError('conflict', `The delivery is ${r.status}; only exhausted or delivered deliveries can be replayed.`, { reason_code: 'not_replayable', current_status: r.status });
 }
 
-/** Replays one delivery; returns its event's id, or throws why it cannot be replayed. */
-export async function replayOne(app: ReplayDeps, tenantId: string, deliveryId: string): Promise<string> {
-  const [replayed] = await replayMatching(app, tenantId, { deliveryIds: [deliveryId], limit: 1 });
-  if (!replayed) throw await explainRefusal(app, tenantId, deliveryId);
-  return replayed.eventId;
+/**
+ * Replays one delivery; returns its row as the replay wrote it (the answer needs no read after
+ * the commit), or throws why it cannot be replayed.
+ */
+export async function replayOne(app: ReplayDeps, tenantId: string, deliveryId: string): Promise<Delivery> {
+  const [replayed] = await replayMatching(app, tenantId, { deliveryIds: [deliveryId], limit: 1, withRows: true });
+  if (!replayed?.row) throw await explainRefusal(app, tenantId, deliveryId);
+  return replayed.row;
 }

@@ -13,7 +13,7 @@ async function retry(ctx: McpContext, eventId: string): Promise<Record<string, u
 }
 
 async function replay(ctx: McpContext, deliveryId: string): Promise<Record<string, unknown>> {
-  const eventId = await replayOne(ctx.deps, ctx.principal.tenantId, deliveryId);
+  const { eventId } = await replayOne(ctx.deps, ctx.principal.tenantId, deliveryId);
   return { delivery_id: deliveryId, event_id: eventId, status: 'replaying' };
 }
 
