@@ -62,6 +62,16 @@ describe('destination header values', () => {
     expect(await storedConfig(ok.body.id)).toEqual({});
   });
 
+  it('does not show a User-Agent stored before it was reserved, so the view sent back as a PATCH is taken', async () => {
+    const t = await h.tenant();
+    const made = await h.call('POST', `/v1/tenants/${t.tenantId}/destinations`, { key: t.apiKey, body: { name: 'old-ua', url: 'https://example.test/hook', config: { headers: { 'x-env': 'prod' } } } });
+    await h.db.pool.query(`UPDATE destinations SET config = jsonb_set(config, '{headers,User-Agent}', '"mine/1.0"') WHERE id = $1`, [made.body.id]);
+    const view = await h.call('GET', `/v1/tenants/${t.tenantId}/destinations/${made.body.id}`, { key: t.apiKey });
+    expect(view.body.config.headers).toEqual({ 'x-env': 'prod' });
+    const patched = await h.call('PATCH', `/v1/tenants/${t.tenantId}/destinations/${made.body.id}`, { key: t.apiKey, body: { config: view.body.config } });
+    expect([patched.status, patched.body.config.headers]).toEqual([200, { 'x-env': 'prod' }]);
+  });
+
   it('does not keep an unsendable value stored before the check by its redaction placeholder; a new value replaces it', async () => {
     const t = await h.tenant();
     const made = await h.call('POST', `/v1/tenants/${t.tenantId}/destinations`, { key: t.apiKey, body: { name: 'old', url: 'https://example.test/hook', config: { headers: { Authorization: 'Bearer good', 'x-env': 'prod' } } } });

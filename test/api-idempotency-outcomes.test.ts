@@ -42,7 +42,7 @@ const sqlOf = (a: unknown[]): string => (typeof a[0] === 'string' ? a[0] : ((a[0
  * whether it runs on the pool or on a client taken from it (a transaction). Returns how many
  * failed (0 or 1) and puts everything back.
  */
-function failNextQuery(match: (sql: string) => boolean): { hits: () => number; restore: () => void } {
+function failNextQuery(match: (sql: string) => boolean, error: () => Error = LOST): { hits: () => number; restore: () => void } {
   const pool = h.db.pool as unknown as { query: (...a: unknown[]) => unknown; connect: (...a: unknown[]) => Promise<PoolClient> };
   const query = pool.query;
   const connect = pool.connect;
@@ -54,7 +54,7 @@ function failNextQuery(match: (sql: string) => boolean): { hits: () => number; r
   pool.query = (...a: unknown[]) => {
     if (hits === 0 && match(sqlOf(a))) {
       hits++;
-      return Promise.reject(LOST());
+      return Promise.reject(error());
     }
     return query.apply(h.db.pool, a);
   };
@@ -69,7 +69,7 @@ function failNextQuery(match: (sql: string) => boolean): { hits: () => number; r
     (client as unknown as { query: (...q: unknown[]) => unknown }).query = (...q: unknown[]) => {
       if (hits === 0 && match(sqlOf(q))) {
         hits++;
-        return Promise.reject(LOST());
+        return Promise.reject(error());
       }
       return (own as (...x: unknown[]) => unknown).apply(client, q);
     };
@@ -164,6 +164,31 @@ describe('a 5xx once the handler has started', () => {
     expect(rotated.status).toBe(200);
     expect(rotated.body).toMatchObject({ id: cid, state: 'ACTIVE', in_flight: 0, previous_key_expires_at: expect.any(String), key_rotated_at: expect.any(String) });
     expect([await heartbeat(cid, rotated.body.hmac_key), await heartbeat(cid, k0)]).toEqual([200, 200]);
+  });
+});
+
+describe('a 503 (nothing applied)', () => {
+  it('releases the key: the retry under it runs, as Retry-After asks', async () => {
+    const t = await h.tenant();
+    const created = await h.call('POST', `/v1/tenants/${t.tenantId}/clusters`, { key: t.apiKey, body: { name: 'edge-503' } });
+    const cid = created.body.id as string;
+    const path = `/v1/tenants/${t.tenantId}/clusters/${cid}/rotate-key`;
+    const headers = { 'idempotency-key': 'rotate-unreachable' };
+    // The database unreachable inside the rotation's transaction: rolled back whole.
+    const fault = failNextQuery((sql) => sql === IN_FLIGHT_SQL, () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }));
+    let first;
+    try {
+      first = await h.call('POST', path, { key: t.apiKey, headers, body: { grace_seconds: 3600 } });
+    } finally {
+      fault.restore();
+    }
+    expect([fault.hits(), first.status, first.body.type, first.headers.get('retry-after')]).toEqual([1, 503, 'https://hookline.dev/errors/service-unavailable', '2']);
+    expect(await claimOf(t.tenantId, headers['idempotency-key'])).toBeUndefined();
+    const again = await h.call('POST', path, { key: t.apiKey, headers, body: { grace_seconds: 3600 } });
+    expect([again.status, again.headers.get('idempotent-replayed'), typeof again.body.hmac_key]).toEqual([200, null, 'string']);
+    // Its answer is now the key's.
+    const replayed = await h.call('POST', path, { key: t.apiKey, headers, body: { grace_seconds: 3600 } });
+    expect([replayed.status, replayed.headers.get('idempotent-replayed'), replayed.body.hmac_key]).toEqual([200, 'true', again.body.hmac_key]);
   });
 });
 

@@ -9,7 +9,8 @@ import type { BackoffPolicy } from './retry-policy';
  */
 export const deliveryPolicyEnv = {
   DESTINATION_MAX_CONCURRENCY: { type: 'integer', default: 10, minimum: 1, maximum: 1000, description: 'default in-flight requests per destination (config.max_concurrency overrides)' },
-  DELIVERY_TIMEOUT_MS: { type: 'integer', default: 15000, minimum: 1, description: 'default whole-request timeout (config.timeout_ms overrides)' },
+  // At most what a destination's config.timeout_ms may be (MAX_DESTINATION_TIMEOUT_MS, 5 minutes).
+  DELIVERY_TIMEOUT_MS: { type: 'integer', default: 15000, minimum: 1, maximum: 300_000, description: 'default whole-request timeout (config.timeout_ms overrides; at most 300000)' },
   DELIVERY_MAX_ATTEMPTS: { type: 'integer', default: 5, minimum: 1, maximum: 100 },
   RETRY_BASE_MS: { type: 'integer', default: 1000, minimum: 1, description: 'first backoff delay; doubles per attempt, with jitter' },
   RETRY_MAX_MS: { type: 'integer', default: 3_600_000, minimum: 1, description: 'cap of one backoff delay' },

@@ -90,7 +90,7 @@ export const apiEnv = {
     default: 60_000,
     minimum: 1000,
     description:
-      'An Idempotency-Key claim whose request has not been heard from for this long (its process died) may be taken over by a retry; a running request refreshes its claim every quarter of this, however long it runs or waits on locks, so its retries answer 409 until it finishes',
+      'An Idempotency-Key claim whose request has not been heard from for this long lost its request (its process died, or its outcome could not be stored): a retry then answers 409 idempotency-outcome-unknown when the handler may have started, and takes the claim over only when it never did; a running request refreshes its claim every quarter of this, however long it runs or waits on locks, so its retries answer 409 until it finishes',
   },
   ...evidenceEnv,
   ...observabilityEnv,

@@ -27,7 +27,9 @@ const shownCertificates = (pem: unknown): string | undefined => (typeof pem === 
 export function destinationToView(row: Destination, shownSecret?: string): Record<string, unknown> {
   const { mtls, ...stored } = asObject(row.config);
   const config = redactSecretLookingKeys(stored);
-  if (config['headers'] !== undefined) config['headers'] = shownHeaders(config['headers']);
+  // A reserved header stored before it was reserved (User-Agent) is never sent: not shown
+  // either, so that a view sent back as a PATCH is not refused for it.
+  if (config['headers'] !== undefined) config['headers'] = Object.fromEntries(Object.entries(shownHeaders(config['headers'])).filter(([name]) => !RESERVED_HEADER.test(name)));
   const m = asObject(mtls);
   return {
     id: row.id,

@@ -27,7 +27,7 @@ interface StartedAtWindow {
  * Defaults (60 s lease, 300 s tolerance, 5 min timeout cap): from 11.5 minutes before the
  * api's clock to 5 minutes after it.
  */
-function startedAtWindow(deps: Pick<EdgeDeps, 'config' | 'policy'>, nowMs: number): StartedAtWindow {
+export function startedAtWindow(deps: Pick<EdgeDeps, 'config' | 'policy'>, nowMs: number): StartedAtWindow {
   const { EDGE_LEASE_MS, EDGE_SIGNATURE_TOLERANCE_SECONDS } = deps.config;
   const toleranceMs = EDGE_SIGNATURE_TOLERANCE_SECONDS * 1000;
   const longestLease = leaseMsFor(EDGE_LEASE_MS, Math.max(MAX_DESTINATION_TIMEOUT_MS, deps.policy.defaults.timeoutMs));

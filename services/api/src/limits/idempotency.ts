@@ -132,7 +132,7 @@ export async function startIdempotent(app: AppContext, tenantId: string, actor: 
     [scope, key, tenantId, hash, token, staleClaimMs(app)],
   );
   if (claimed.rowCount) return { kind: 'claimed', scope, key, token, heartbeat: startHeartbeat(app, scope, key, token) };
-  const { rows } = await app.pool.query<{ request_hash: string; status_code: number; response_body: { sealed?: string } | null; stale: boolean }>(
+  const { rows } = await app.pool.query<{ request_hash: string; status_code: number; response_body: { sealed?: string; started?: boolean } | null; stale: boolean }>(
     `SELECT request_hash, status_code, response_body, ${ALIVE_AT} < now() - $3::double precision * interval '1 millisecond' AS stale
        FROM idempotency_records WHERE scope = $1 AND key = $2`,
     [scope, key, staleClaimMs(app)],
@@ -142,6 +142,9 @@ export async function startIdempotent(app: AppContext, tenantId: string, actor: 
   if (row.request_hash !== hash) {
     throw new AppError('idempotency-conflict', 'This Idempotency-Key was already used with a different request.', { idempotency_key: key });
   }
+  // A claim that went stale between the takeover above and this read, its handler never
+  // started: take it over now (the takeover checks again on the locked row).
+  if (row.status_code === 0 && row.stale && row.response_body?.started === false) return startIdempotent(app, tenantId, actor, key, hash);
   if (row.status_code === 0 && row.stale) {
     // Not retaken above, so its handler may have started (or the claim predates `started`).
     throw new AppError(
@@ -205,7 +208,8 @@ export async function finishIdempotent(app: AppContext, claim: IdempotencyClaim,
 /**
  * Runs a claimed request's handler: marks the claim started (markStarted: nothing runs when
  * that fails), runs it, and stores its outcome, the problem it threw included (`failed` turns
- * an error into the answer it becomes). The handler's answer stands when the outcome cannot
+ * an error into the answer it becomes), except a 503, which applied nothing and asks for a
+ * retry: that releases the key. The handler's answer stands when the outcome cannot
  * be stored (logged): its effect is done, and the claim left in flight answers 409 still
  * being processed, then, once stale, 409 idempotency-outcome-unknown, never a second run.
  */
@@ -225,7 +229,11 @@ export async function runIdempotent<R extends { status: number; body?: unknown }
     out = await run();
   } catch (err) {
     const f = failed(err);
-    await store(f.status, f.body);
+    // 503 service-unavailable: the database was unreachable or rolled the transaction back
+    // whole (asServiceError), so nothing was applied and the answer asks for a retry after
+    // Retry-After: the key is released for it, not pinned to the 503.
+    if (f.status === 503) await releaseIdempotent(app, claim).catch((e: Error) => app.logger.warn('could not release an Idempotency-Key after a 503', { scope: claim.scope, err: e.message }));
+    else await store(f.status, f.body);
     throw err;
   }
   await store(out.status, out.body);

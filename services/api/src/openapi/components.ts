@@ -64,8 +64,8 @@ export const ERROR_DESCRIPTIONS: Record<number, string> = {
   415: 'unsupported-media-type: the body is not sent as application/json, or its encoding or charset is not supported',
   422: 'unprocessable-entity: well-formed but refers to something that does not exist',
   429: 'rate-limit-exceeded (retry_after_seconds, Retry-After)',
-  500: 'internal-error. With Idempotency-Key on a write, a 5xx is the key\'s answer like any other and is replayed: retry with a new key after checking the resource',
-  503: 'service-unavailable: PostgreSQL (or, for a step that needs it such as a destination enable, Redis) is temporarily unreachable; nothing was applied; retry after the Retry-After seconds (with Idempotency-Key on a write, the 503 is the key\'s answer and is replayed: retry with a new key)',
+  500: 'internal-error. With Idempotency-Key on a write, a 500 is the key\'s answer like any other and is replayed: retry with a new key after checking the resource',
+  503: 'service-unavailable: PostgreSQL (or, for a step that needs it such as a destination enable, Redis) is temporarily unreachable; nothing was applied; retry after the Retry-After seconds (with Idempotency-Key on a write, the key is released: retry with the same key)',
 };
 
 export const securitySchemes = {
@@ -88,7 +88,7 @@ export const IDEMPOTENCY_KEY_PARAMETER = {
   description:
     'Kept 24 h per credential: the same key and body from the same credential return the original status and body (Idempotent-Replayed: true); another body is 409 idempotency-conflict; another credential\'s request with the same key is its own request. ' +
     'While the first request with the key is still running (however long: waiting on locks included), the same request again is 409 conflict ("still being processed"; nothing is run): retry later to get the first one\'s answer. ' +
-    'Once the first request has started running, its outcome is the key\'s, whatever it is: a 5xx is replayed like any answer (the write may have been applied before the failure); retry with a new key after checking the resource. ' +
+    'Once the first request has started running, its outcome is the key\'s, whatever it is: a 500 is replayed like any answer (the write may have been applied before the failure); retry with a new key after checking the resource. A 503 service-unavailable applied nothing and releases the key. ' +
     'A request refused before it runs (authentication, tenant, scope, body validation) leaves the key untouched, and one that took the key but could not start releases it: only then may the key be used again for a run. ' +
     'A first request not heard from for IDEMPOTENCY_STALE_CLAIM_MS (60 s by default: its server process died, or its outcome could not be recorded) is never run again under the key: when it may have started, the same request is 409 idempotency-outcome-unknown (idempotency_key; it may have been applied: check the resource, then retry with a new key); only one that provably never started loses the key to a retry, which then runs',
   schema: { type: 'string', maxLength: 255 },
