@@ -4,17 +4,6 @@
 --
 -- What each serves, and what it costs writers:
 --
--- events (tenant_id, correlation_id): the trace of a correlation id (GET /v1/traces
---   ?correlation_id=, GET /v1/tenants/{tid}/events?correlation_id=; a trace id is the
---   event's correlation id). Without it a lookup read all of the tenant's events, and a
---   correlation id has no time in it, so no id window can bound it.
---   Cost: an event's status changes are not in-place (HOT) updates (status is in the
---   predicate of events_received_at_validated_idx), so every index of events takes an entry
---   on the insert and on each status change: 3 entries per event (ingest's insert, the
---   router's `filtered`, the outcome's `delivered`), more for one that fails or is replayed.
---   Measured on a copy of the pipeline's per-event writes (event, payload, delivery, its
---   lease, attempt, outcome; 100,000 events): about 8 % more WAL.
---
 -- events (ingester_id, id), in place of events (ingester_id, dedup_key): an ingester's events
 --   in id (time) order: events and deliveries ?source_id= (a page from the cursor's event),
 --   the evidence of an ingester (ing_ ids, packages/evidence).
@@ -39,6 +28,13 @@
 --   tenant is removed, which otherwise reads every flow per destination row). Written by
 --   configuration changes only.
 --
+-- Not added: events (tenant_id, correlation_id), for a trace by its id (GET /v1/traces
+-- ?correlation_id=, events ?correlation_id=). Every event's status changes are not in-place
+-- (HOT) updates (status is in the predicate of events_received_at_validated_idx), so every
+-- index of events takes an entry on the insert and on each status change, and a trace id is
+-- random, so each entry lands on a page of its own: ingest at saturation fell from 3,278 to
+-- 2,920 events/s with it (three alternating runs each of `pnpm bench --phases ingest
+-- --systems hookline`). A trace lookup gives since/until (they bound the id) instead.
 -- Not added: events (tenant_id, status, id), for the events list's status filter. Every
 -- event changes status twice on the hot path (validated -> filtered -> delivered), each a
 -- new index entry as above: 3 more entries per event, measured at about 10 % more WAL on
@@ -59,13 +55,11 @@
 -- table wait while it builds; events and audit_logs can be large). Operators with big
 -- tables can build them online first, outside a transaction, under the same names (IF NOT
 -- EXISTS then skips them here), and drop the replaced index the same way:
---   CREATE INDEX CONCURRENTLY "events_tenant_id_correlation_id_idx" ON "events"("tenant_id", "correlation_id");
 --   CREATE INDEX CONCURRENTLY "events_ingester_id_id_idx" ON "events"("ingester_id", "id");
 --   CREATE INDEX CONCURRENTLY "audit_logs_tenant_id_resource_id_created_at_idx" ON "audit_logs"("tenant_id", "resource_id", "created_at");
 --   CREATE INDEX CONCURRENTLY "ingesters_cluster_id_idx" ON "ingesters"("cluster_id");
 --   CREATE INDEX CONCURRENTLY "delivery_flows_destination_id_idx" ON "delivery_flows"("destination_id");
 --   DROP INDEX CONCURRENTLY "events_ingester_id_dedup_key_idx";
-CREATE INDEX IF NOT EXISTS "events_tenant_id_correlation_id_idx" ON "events"("tenant_id", "correlation_id");
 CREATE INDEX IF NOT EXISTS "events_ingester_id_id_idx" ON "events"("ingester_id", "id");
 CREATE INDEX IF NOT EXISTS "audit_logs_tenant_id_resource_id_created_at_idx" ON "audit_logs"("tenant_id", "resource_id", "created_at");
 CREATE INDEX IF NOT EXISTS "ingesters_cluster_id_idx" ON "ingesters"("cluster_id");
