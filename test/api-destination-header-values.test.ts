@@ -1,7 +1,7 @@
 // Destination header values the deliverer could not send (undici refuses anything but tab,
 // 0x20-0x7e and 0x80-0xff) are refused on write, as is User-Agent (set by Hookline); a value
 // stored before that check is not kept by sending the redaction placeholder back.
-import { startApi, type ApiHarness } from './api-harness';
+import { startApi, type ApiHarness, VALIDATION } from './api-harness';
 
 let h: ApiHarness;
 beforeAll(async () => {
@@ -12,7 +12,6 @@ afterAll(async () => {
 });
 
 const UNSENDABLE = { control: 'ctl\u0001', euro: 'euro €', del: 'del\u007f', emoji: 'smile \u{1F600}', c1: 'bell\u0007' };
-const VALIDATION = 'https://hookline.dev/errors/validation-error';
 
 async function storedConfig(id: string): Promise<Record<string, unknown>> {
   return (await h.db.pool.query('SELECT config FROM destinations WHERE id = $1', [id])).rows[0].config;

@@ -9,6 +9,12 @@ import { loadApiConfig } from '../services/api/src/config';
 import { createResponseChecker } from '../services/api/src/openapi/response-checker';
 import { defaultPlugins } from '../services/api/src/plugins';
 
+/** The problem type of a 400 validation error (RFC 9457 `type`). */
+export const VALIDATION = 'https://hookline.dev/errors/validation-error';
+
+/** A tenant and an API key of it, as tests make them. */
+export type ApiTenant = { tenantId: string; apiKey: string };
+
 export interface ApiResponse {
   status: number;
   headers: Headers;

@@ -7,7 +7,7 @@
 //   made up to an hour away from their time included or left out by their time only.
 // The plans those bounds give are in test/api-window-plans.test.ts.
 import { newId } from '@hookline/db';
-import { startApi, type ApiHarness } from './api-harness';
+import { startApi, type ApiHarness, VALIDATION } from './api-harness';
 import { createPipeline, insertDelivery, insertEvent, type Pipeline } from './api-fixtures';
 
 let h: ApiHarness;
@@ -20,7 +20,6 @@ afterAll(async () => {
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
-const VALIDATION = 'https://hookline.dev/errors/validation-error';
 
 describe('cursors', () => {
   it('refuses a cursor of another list with 400 naming cursor, and takes its own', async () => {

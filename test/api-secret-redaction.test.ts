@@ -3,7 +3,7 @@
 // cannot rely on the body being valid; nested secret-looking config keys are refused and shown
 // redacted; a URL's userinfo is judged as the URL parser (and so the deliverer) reads it.
 import { waitFor } from '@hookline/testing';
-import { startApi, type ApiHarness } from './api-harness';
+import { startApi, type ApiHarness, type ApiTenant as Tenant } from './api-harness';
 
 let h: ApiHarness;
 beforeAll(async () => {
@@ -13,7 +13,6 @@ afterAll(async () => {
   await h.close();
 });
 
-type Tenant = { tenantId: string; apiKey: string };
 const post = (t: Tenant, kind: string, body: unknown) => h.call('POST', `/v1/tenants/${t.tenantId}/${kind}`, { key: t.apiKey, body });
 const auditText = async (t: Tenant, n: number): Promise<string> =>
   JSON.stringify((await waitFor(async () => {

@@ -2,7 +2,7 @@
 // an ingester's header-rule values and secret-looking destination config keys, in views and
 // in the audit log.
 import { waitFor } from '@hookline/testing';
-import { startApi, type ApiHarness } from './api-harness';
+import { startApi, type ApiHarness, VALIDATION } from './api-harness';
 
 let h: ApiHarness;
 beforeAll(async () => {
@@ -12,7 +12,6 @@ afterAll(async () => {
   await h.close();
 });
 
-const VALIDATION = 'https://hookline.dev/errors/validation-error';
 const storedUrl = async (id: string): Promise<string> => (await h.db.pool.query('SELECT url FROM destinations WHERE id = $1', [id])).rows[0].url;
 
 /** Every view of one destination: create response, GET, the tenant list and the flat list. */

@@ -6,7 +6,7 @@
 // A cluster_id change (onto an edge cluster, between clusters, or off one) is treated as an
 // origin change: another cluster's agents would send them.
 import { insertCluster } from './edge-fixtures';
-import { startApi, type ApiHarness } from './api-harness';
+import { startApi, type ApiHarness, VALIDATION, type ApiTenant as Tenant } from './api-harness';
 
 let h: ApiHarness;
 beforeAll(async () => {
@@ -16,12 +16,10 @@ afterAll(async () => {
   await h.close();
 });
 
-const VALIDATION = 'https://hookline.dev/errors/validation-error';
 const HEADERS = { Authorization: 'Bearer HOST-SECRET-AUTHZ', 'X-Api-Key': 'HOST-SECRET-APIKEY', 'X-Env': 'prod' };
 const SHOWN = { Authorization: '[redacted]', 'X-Api-Key': '[redacted]', 'X-Env': 'prod' };
 const URL0 = 'https://hook-user:HOST-SECRET-URLPW@example.test/hooks?src=hl';
 
-type Tenant = { tenantId: string; apiKey: string };
 const row = async (id: string) => (await h.db.pool.query('SELECT url, config, secrets, cluster_id, updated_at FROM destinations WHERE id = $1', [id])).rows[0];
 
 async function destination(t: Tenant, url = URL0, clusterId: string | null = null): Promise<{ id: string; path: string; view: any }> {

@@ -5,7 +5,8 @@
 // PHPSESSID, ?sid=) and URL-only credentials (?code= of Azure Functions, ?hapikey=) are
 // credentials too; ordinary headers that only hold a short credential word's letters
 // (X-Side-Channel, X-Author) stay shown.
-import { startApi, type ApiHarness } from './api-harness';
+import { startApi, type ApiHarness, VALIDATION, type ApiTenant as Tenant } from './api-harness';
+import { destinationViews } from './support/destination-views';
 
 let h: ApiHarness;
 beforeAll(async () => {
@@ -14,9 +15,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await h.close();
 });
-
-const VALIDATION = 'https://hookline.dev/errors/validation-error';
-type Tenant = { tenantId: string; apiKey: string };
 
 const SECRET_HEADERS: Record<string, string> = {
   'X-Authtoken': 'NAME-SECRET-AUTHTOKEN',
@@ -42,14 +40,7 @@ const QUERY_SHOWN = 'https://fn.example.com/api/hook?apitoken=****&authtoken=***
 const row = async (id: string) => (await h.db.pool.query('SELECT url, config, updated_at FROM destinations WHERE id = $1', [id])).rows[0];
 const fieldsOf = (body: any): string[] => (body.errors ?? []).map((e: { field: string }) => e.field).sort();
 
-async function views(t: Tenant, id: string, made: any): Promise<any[]> {
-  return [
-    made,
-    (await h.call('GET', `/v1/tenants/${t.tenantId}/destinations/${id}`, { key: t.apiKey })).body,
-    (await h.call('GET', `/v1/tenants/${t.tenantId}/destinations`, { key: t.apiKey })).body.destinations.find((d: { id: string }) => d.id === id),
-    (await h.call('GET', '/v1/targets', { key: t.apiKey })).body.targets.find((d: { id: string }) => d.id === id),
-  ];
-}
+const views = (t: Tenant, id: string, made: unknown): Promise<any[]> => destinationViews(h, t, id, made);
 
 async function create(t: Tenant, body: Record<string, unknown>): Promise<{ id: string; path: string; body: any }> {
   const made = await h.call('POST', `/v1/tenants/${t.tenantId}/destinations`, { key: t.apiKey, body: { name: `n-${Math.random().toString(36).slice(2, 8)}`, ...body } });

@@ -3,7 +3,8 @@
 // key (a combined PEM) is refused with a 400 naming the field, and a row stored before that
 // rule shows only its certificate blocks in every view.
 import { createSecretBox } from '@hookline/signing';
-import { startApi, type ApiHarness } from './api-harness';
+import { startApi, type ApiHarness, VALIDATION, type ApiTenant as Tenant } from './api-harness';
+import { destinationViews } from './support/destination-views';
 import { fakeKeyBlock, TEST_CA_CERT, TEST_CLIENT_CERT } from './certificate-fixtures';
 
 let h: ApiHarness;
@@ -14,8 +15,6 @@ afterAll(async () => {
   await h.close();
 });
 
-const VALIDATION = 'https://hookline.dev/errors/validation-error';
-type Tenant = { tenantId: string; apiKey: string };
 const KEY = fakeKeyBlock('MTLS_SECRET_KEY');
 const count = async (t: Tenant): Promise<number> => (await h.db.pool.query('SELECT count(*)::int AS n FROM destinations WHERE tenant_id = $1', [t.tenantId])).rows[0].n;
 const storedMtls = async (id: string) => (await h.db.pool.query('SELECT config FROM destinations WHERE id = $1', [id])).rows[0].config.mtls;
@@ -23,14 +22,7 @@ const fieldsOf = (body: any): string[] => (body.errors ?? []).map((e: { field: s
 const post = (t: Tenant, mtls: unknown) =>
   h.call('POST', `/v1/tenants/${t.tenantId}/destinations`, { key: t.apiKey, body: { name: `m-${Math.random().toString(36).slice(2, 8)}`, url: 'https://mtls.example.com/hook', config: { mtls } } });
 
-async function views(t: Tenant, id: string, made: any): Promise<any[]> {
-  return [
-    made,
-    (await h.call('GET', `/v1/tenants/${t.tenantId}/destinations/${id}`, { key: t.apiKey })).body,
-    (await h.call('GET', `/v1/tenants/${t.tenantId}/destinations`, { key: t.apiKey })).body.destinations.find((d: { id: string }) => d.id === id),
-    (await h.call('GET', '/v1/targets', { key: t.apiKey })).body.targets.find((d: { id: string }) => d.id === id),
-  ];
-}
+const views = (t: Tenant, id: string, made: unknown): Promise<any[]> => destinationViews(h, t, id, made);
 
 describe('config.mtls.cert and ca', () => {
   it('accept certificates (a bundle too) and show them; the key is sealed', async () => {

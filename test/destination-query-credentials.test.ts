@@ -5,7 +5,7 @@
 // change must resend them in clear. The deliverer still reads the stored URL.
 import { waitFor } from '@hookline/testing';
 import { insertCluster } from './edge-fixtures';
-import { startApi, type ApiHarness } from './api-harness';
+import { startApi, type ApiHarness, VALIDATION, type ApiTenant as Tenant } from './api-harness';
 
 let h: ApiHarness;
 beforeAll(async () => {
@@ -15,8 +15,6 @@ afterAll(async () => {
   await h.close();
 });
 
-const VALIDATION = 'https://hookline.dev/errors/validation-error';
-type Tenant = { tenantId: string; apiKey: string };
 const storedUrl = async (id: string): Promise<string> => (await h.db.pool.query('SELECT url FROM destinations WHERE id = $1', [id])).rows[0].url;
 const count = async (t: Tenant): Promise<number> => (await h.db.pool.query('SELECT count(*)::int AS n FROM destinations WHERE tenant_id = $1', [t.tenantId])).rows[0].n;
 const create = (t: Tenant, url: string, extra: Record<string, unknown> = {}) =>

@@ -5,7 +5,7 @@
 // path; secrets stored before the check keep signing.
 import { createSecretBox, verifyServiceSignature, whsecKey } from '@hookline/signing';
 import { signatureHeaders } from '@hookline/delivery';
-import { startApi, type ApiHarness } from './api-harness';
+import { startApi, type ApiHarness, type ApiTenant as Tenant } from './api-harness';
 
 let h: ApiHarness;
 beforeAll(async () => {
@@ -20,7 +20,6 @@ const VALID = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 const BARE = Buffer.alloc(24, 5).toString('base64');
 const LEGACY = 'my-shared-secret-2024!';
 
-type Tenant = { tenantId: string; apiKey: string };
 const box = () => createSecretBox(h.api.context.config.SECRETS_KEY);
 const secretsOf = async (id: string): Promise<string[]> => (await h.db.pool.query('SELECT secrets FROM destinations WHERE id = $1', [id])).rows[0].secrets;
 const countNamed = async (t: Tenant, name: string): Promise<number> =>

@@ -4,7 +4,7 @@
 // would route other ids' events. Refused on every filter write as a 400 validation-error
 // naming the field, and nothing is stored.
 import { createPipeline } from './api-fixtures';
-import { startApi, type ApiHarness } from './api-harness';
+import { startApi, type ApiHarness, VALIDATION } from './api-harness';
 
 let h: ApiHarness;
 beforeAll(async () => {
@@ -13,8 +13,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
 });
-
-const VALIDATION = 'https://hookline.dev/errors/validation-error';
 
 describe('filter numbers beyond ±(2^53−1)', () => {
   it('are refused on flow create and update, naming the field, and nothing is written', async () => {

@@ -2,7 +2,7 @@
 // list with, on every surface that writes ingesters; and a stored allowlist keeps being
 // enforced after the tenant's plan drops below Pro (a security control must not fail open).
 import { startIngestHarness, type IngestHarness } from '../services/ingest/src/testing/ingest-harness';
-import { startApi, type ApiHarness } from './api-harness';
+import { startApi, type ApiHarness, VALIDATION } from './api-harness';
 
 let h: ApiHarness;
 let ingest: IngestHarness;
@@ -17,7 +17,6 @@ afterAll(async () => {
   await h?.close();
 });
 
-const VALIDATION = 'https://hookline.dev/errors/validation-error';
 const INVALID = ['10.0.0.1/33', '999.1.1.1', '1.2.3', '010.0.0.1', 'abc', '::1/129', '10.0.0.0/8/8', '1.2.3.4/', '10.0.0.1/-1', 'fffff::1', '1.2.3.4.5', ''];
 const VALID = ['10.0.0.0/8', '192.0.2.7', '0.0.0.0/0', '2001:db8::/32', '::1', '::ffff:10.0.0.1', '2001:db8::1/128', '172.16.0.0/12'];
 

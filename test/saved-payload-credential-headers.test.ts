@@ -3,7 +3,7 @@
 // read:saved-payloads, the create and PUT answers included, while the stored row keeps the
 // values. A PUT that sends "[redacted]" back keeps the stored value (the destinations' code,
 // lib/credential-headers.ts); a placeholder with nothing to keep is a 400 naming the header.
-import { startApi, type ApiHarness } from './api-harness';
+import { startApi, type ApiHarness, VALIDATION, type ApiTenant as Tenant } from './api-harness';
 
 let h: ApiHarness;
 beforeAll(async () => {
@@ -12,9 +12,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await h.close();
 });
-
-const VALIDATION = 'https://hookline.dev/errors/validation-error';
-type Tenant = { tenantId: string; apiKey: string };
 
 const HEADERS = {
   Authorization: 'Bearer SPL-SECRET-AUTHORIZATION',
