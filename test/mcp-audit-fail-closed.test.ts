@@ -5,10 +5,8 @@
 // tools over MCP and the REST mirror, and MCP key management. Faults are injected into this
 // file's private schema by a trigger on audit_logs that fails the statements a table names.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { createPrisma, type PrismaClient } from '@hookline/db';
-import { createSecretBox } from '@hookline/signing';
-import { loadApiConfig } from '../services/api/src/config';
-import { callTool as call, mcpKey, seedTenantData, startMcp, type McpHarness, type TenantData } from './mcp-harness';
+import type { PrismaClient } from '@hookline/db';
+import { attachApiContext, callTool as call, mcpKey, seedTenantData, startMcp, type McpHarness, type TenantData } from './mcp-harness';
 import { insertDestination } from './router-fixtures';
 import { installAuditFaults } from './support/audit-faults';
 
@@ -22,13 +20,9 @@ const keys = (tenantId: string) => `/v1/tenants/${tenantId}/mcp-keys`;
 
 beforeAll(async () => {
   h = await startMcp('mcpauditclosed');
-  // The api's context, as mcp.plugin.ts passes it: the write tools run the api's own code on it.
-  const config = loadApiConfig({ DATABASE_URL: h.db.url, REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', QUEUE_PREFIX: h.prefix });
-  prisma = createPrisma(h.db.url, 1);
-  const { pool, redis, producer } = h.deps;
   // The audit failures below are logged on purpose: keep them out of the output.
   h.deps.logger.silent = true;
-  h.deps.app = { prisma, pool, redis, producer, logger: h.deps.logger, config, box: createSecretBox(config.SECRETS_KEY), draining: new AbortController().signal };
+  prisma = attachApiContext(h);
   await installAuditFaults(h.db.pool);
   t = await seedTenantData(h);
   agent = await mcpKey(h, t.tenant);

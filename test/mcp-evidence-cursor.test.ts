@@ -5,7 +5,7 @@
 // empty last page, as before.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { newId } from '@hookline/db';
-import { callTool as call, mcpKey, seedTenantData, startMcp, type McpHarness, type TenantData } from './mcp-harness';
+import { callTool as call, startMcp, twoTenantsWithKey, type McpHarness, type TenantData } from './mcp-harness';
 import { insertDestination } from './router-fixtures';
 
 let h: McpHarness;
@@ -16,11 +16,7 @@ let headers: Record<string, string>;
 
 beforeAll(async () => {
   h = await startMcp('mcpevcursor');
-  mine = await seedTenantData(h);
-  theirs = await seedTenantData(h);
-  const key = await mcpKey(h, mine.tenant, ['mcp:read:evidence']);
-  client = await h.client(key.key);
-  headers = { 'x-mcp-api-key': key.key };
+  ({ mine, theirs, client, headers } = await twoTenantsWithKey(h, ['mcp:read:evidence']));
 });
 afterAll(async () => {
   await h.close();

@@ -5,12 +5,13 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { newId } from '@hookline/db';
+import { createPrisma, newId, type PrismaClient } from '@hookline/db';
 import { cachedDiscovery, evidenceKey, issueReceipts, sealWindow } from '@hookline/evidence';
 import { createLogger } from '@hookline/logger';
 import { createProducer, createRedis, redisReady, type Producer, type Redis } from '@hookline/queues';
 import { createTestDatabase, flushPrefix, seedTenant, uniquePrefix, type SeededTenant, type TestDatabase } from '@hookline/testing';
-import { parseMcpKeyRateLimit, parseRateLimits } from '../services/api/src/config';
+import { createSecretBox } from '@hookline/signing';
+import { loadApiConfig, parseMcpKeyRateLimit, parseRateLimits } from '../services/api/src/config';
 import { createDiscoveryRouter, REPO_ROOT } from '../services/api/src/discovery/discovery.routes';
 import { errorMiddleware, notFoundMiddleware } from '../services/api/src/http/error.middleware';
 import type { McpDeps } from '../services/api/src/mcp/mcp-deps';
@@ -172,4 +173,24 @@ export async function seedTenantData(h: McpHarness): Promise<TenantData> {
   await pool.query(`INSERT INTO clusters (id, tenant_id, name, key_encrypted, last_seen_at) VALUES ($1, $2, 'edge-eu', 'v1.x.y.z', now())`, [clusterId, tenantId]);
   await pool.query(`INSERT INTO ingest_rejections (id, tenant_id, ingester_id, reason_code) VALUES ($1, $2, $3, 'provider_verification_failed')`, [newId('rej'), tenantId, ingesterId]);
   return { tenant, ingesterId, destinationId, eventId, exhaustedId, deliveredId, clusterId };
+}
+
+/**
+ * Gives the harness the api's context, as mcp.plugin.ts passes it (the write tools run the
+ * api's own code on it). Returns its Prisma client, to disconnect after.
+ */
+export function attachApiContext(h: McpHarness): PrismaClient {
+  const config = loadApiConfig({ DATABASE_URL: h.db.url, REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', QUEUE_PREFIX: h.prefix });
+  const prisma = createPrisma(h.db.url, 1);
+  const { pool, redis, producer, logger } = h.deps;
+  h.deps.app = { prisma, pool, redis, producer, logger, config, box: createSecretBox(config.SECRETS_KEY), draining: new AbortController().signal };
+  return prisma;
+}
+
+/** Two seeded tenants and an MCP key of the first with `scopes`: an SDK client on it, and its header for the REST mirrors. */
+export async function twoTenantsWithKey(h: McpHarness, scopes: string[]): Promise<{ mine: TenantData; theirs: TenantData; client: Client; headers: Record<string, string> }> {
+  const mine = await seedTenantData(h);
+  const theirs = await seedTenantData(h);
+  const key = await mcpKey(h, mine.tenant, scopes);
+  return { mine, theirs, client: await h.client(key.key), headers: { 'x-mcp-api-key': key.key } };
 }

@@ -5,7 +5,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { newId } from '@hookline/db';
 import { OPEN_DELIVERIES_CAP } from '../services/api/src/mcp/mcp-queries';
-import { callTool as call, mcpKey, seedTenantData, startMcp, type McpHarness, type TenantData } from './mcp-harness';
+import { callTool as call, startMcp, twoTenantsWithKey, type McpHarness, type TenantData } from './mcp-harness';
 import { insertFlow } from './router-fixtures';
 
 let h: McpHarness;
@@ -16,11 +16,7 @@ let headers: Record<string, string>;
 
 beforeAll(async () => {
   h = await startMcp('mcpplanes');
-  mine = await seedTenantData(h);
-  theirs = await seedTenantData(h);
-  const key = await mcpKey(h, mine.tenant, ['mcp:read:planes', 'mcp:read:health']);
-  client = await h.client(key.key);
-  headers = { 'x-mcp-api-key': key.key };
+  ({ mine, theirs, client, headers } = await twoTenantsWithKey(h, ['mcp:read:planes', 'mcp:read:health']));
 });
 afterAll(async () => {
   await h.close();

@@ -1,10 +1,8 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { createPrisma, newId, type PrismaClient } from '@hookline/db';
+import { newId, type PrismaClient } from '@hookline/db';
 import { createRedis, onConfigChange, type ConfigChange } from '@hookline/queues';
-import { createSecretBox } from '@hookline/signing';
 import { seedTenant, waitFor } from '@hookline/testing';
-import { loadApiConfig } from '../services/api/src/config';
-import { callTool as call, mcpKey, seedTenantData, startMcp, type McpHarness, type TenantData } from './mcp-harness';
+import { attachApiContext, callTool as call, mcpKey, seedTenantData, startMcp, type McpHarness, type TenantData } from './mcp-harness';
 import { insertEvent, insertFlow } from './router-fixtures';
 
 let h: McpHarness;
@@ -19,11 +17,7 @@ const audit = async (action: string) =>
 
 beforeAll(async () => {
   h = await startMcp('mcpwrite');
-  // The api's context, as mcp.plugin.ts passes it: set_destination_state runs the api's lifecycle on it.
-  const config = loadApiConfig({ DATABASE_URL: h.db.url, REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', QUEUE_PREFIX: h.prefix });
-  prisma = createPrisma(h.db.url, 1);
-  const { pool, redis, producer, logger } = h.deps;
-  h.deps.app = { prisma, pool, redis, producer, logger, config, box: createSecretBox(config.SECRETS_KEY), draining: new AbortController().signal };
+  prisma = attachApiContext(h);
   t = await seedTenantData(h);
   agent = await mcpKey(h, t.tenant);
   client = await h.client(agent.key);
