@@ -3,7 +3,7 @@ export { merkleTree, treePath, type MerkleTree } from './merkle-tree';
 export { evidenceKey, type EvidenceKey } from './evidence-key';
 export { canonical, signRecord, checkSignature } from './canonical';
 export { receiptLeafHash, originOf, type Receipt, type MerkleRootRecord, type InclusionProof, type EvidenceBundle } from './receipt';
-export { issueReceipts, idFloor, type IssueOptions, type SkippedAttempt } from './issue-receipts';
+export { issueReceipts, type IssueOptions, type SkippedAttempt } from './issue-receipts';
 export { sealWindow, sealDueWindows, ConcurrentSealError, OLDEST_DUE_SQL, SEAL_SELECT_SQL, type Window } from './seal-window';
 export { inclusionProof, bundlesFor } from './inclusion-proof';
 export { verifyReceipt, type VerifyResult } from './verify-receipt';

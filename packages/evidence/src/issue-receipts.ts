@@ -1,4 +1,4 @@
-import { idTime, newId, type Pool } from '@hookline/db';
+import { idFloor, newId, type Pool } from '@hookline/db';
 import { signRecord } from './canonical';
 import type { EvidenceKey } from './evidence-key';
 import { originOf, receiptLeafHash, type Receipt } from './receipt';
@@ -65,11 +65,6 @@ SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
   $9::text[], $10::int[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::int[], $15::text[], $16::text[],
   $17::text[], $18::text[], $19::text[], $20::timestamptz[])
 ON CONFLICT (attempt_id) DO NOTHING`;
-
-/** The smallest id of the time-sortable id scheme created at `at` (see @hookline/db ids). */
-export function idFloor(prefix: string, at: Date): string {
-  return `${prefix}_${idTime(at.getTime())}`;
-}
 
 // The instants a receipt can state: RFC 3339 has four-digit years only (toISOString writes
 // `+010000-…` past 9999, which PostgreSQL refuses), and PostgreSQL has no year 0.
@@ -191,7 +186,7 @@ async function issueFor(pool: Pool, key: EvidenceKey, ids: string[], opts: Pick<
  */
 export async function issueReceipts(pool: Pool, key: EvidenceKey, opts: IssueOptions = {}): Promise<number> {
   const batchSize = opts.batchSize ?? 1000;
-  let after = opts.since ? idFloor('att', opts.since) : '';
+  let after = opts.since ? idFloor('att', opts.since.getTime()) : '';
   let issued = 0;
   for (;;) {
     const { rows: page } = await pool.query<{ id: string }>(PAGE, [after, batchSize]);

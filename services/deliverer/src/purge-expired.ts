@@ -1,4 +1,4 @@
-import { idTime, type Pool } from '@hookline/db';
+import { idFloor, type Pool } from '@hookline/db';
 
 // Rows nothing reads any more, deleted in batches by the deliverer's janitor (main.ts):
 // - idempotency records past their expiry (ingest's dedup keys, one per keyed event, and
@@ -40,8 +40,8 @@ export async function purgeExpired(pool: Pick<Pool, 'query'>, o: PurgeExpiredOpt
   const batch = o.batch ?? 5_000;
   const maxBatches = o.maxBatches ?? 20;
   // Every rejection id minted before the cut-off sorts below `rej_<its time part>`.
-  // A retention longer than the epoch keeps everything (idTime of a negative time is no id).
-  const cutoff = `rej_${idTime(Math.max(0, (o.now ?? Date.now()) - o.rejectionRetentionMs))}`;
+  // A retention longer than the epoch keeps everything (idFloor of a time before it is below every id).
+  const cutoff = idFloor('rej', (o.now ?? Date.now()) - o.rejectionRetentionMs);
   const run = async (sql: string, params: unknown[]): Promise<number> => {
     let total = 0;
     for (let i = 0; i < maxBatches; i++) {

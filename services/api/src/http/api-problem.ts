@@ -18,6 +18,12 @@ export function asServiceError(err: unknown): unknown {
   return new AppError('service-unavailable', 'The database is temporarily unavailable. Retry after the time in Retry-After.', {}, { 'Retry-After': String(DB_UNAVAILABLE_RETRY_AFTER_S) });
 }
 
+/** The HTTP status the api answers `err` with (asServiceError's mapping; 500 for anything not an AppError). */
+export function errorStatus(err: unknown): number {
+  const mapped = asServiceError(err);
+  return mapped instanceof AppError ? mapped.status : 500;
+}
+
 /** Problem details for any error the api answers (toProblem after asServiceError). */
 export function apiProblem(err: unknown, requestId: string): { problem: ProblemDetails; headers: Record<string, string> } {
   return toProblem(asServiceError(err), requestId);

@@ -1,7 +1,7 @@
 import type { Request, Response, Router } from 'express';
 import { AppError } from '@hookline/errors';
 import type { AppContext, Principal, Reply, RequestContext } from '../context';
-import { apiProblem } from './api-problem';
+import { apiProblem, errorStatus } from './api-problem';
 import { clientAddress } from './client-address';
 import { assertJsonBody } from './json-body';
 import { assertStorableRequest } from './storable-request';
@@ -156,7 +156,7 @@ export function mountRoutes(router: Router, app: AppContext, routes: readonly Ro
         }
         reply = await pipeline.execute(app, route, ctx, req);
       } catch (err) {
-        await endAudit?.(problemReply(err, ctx.requestId).status);
+        await endAudit?.(errorStatus(err));
         throw err;
       }
       await endAudit?.(reply.status, reply);

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { AppError } from '@hookline/errors';
-import { asServiceError } from '../http/api-problem';
+import { errorStatus } from '../http/api-problem';
 import { requireScope } from './mcp-auth';
 import { startAudit } from '../audit/audit-write';
 import { TOOL_GROUP_NEEDS } from './mcp-grants';
@@ -128,8 +128,7 @@ export async function runTool(ctx: McpContext, tool: AnyTool, raw: unknown, opts
     }
     return await tool.run(ctx, parseOr400(input, raw));
   } catch (err) {
-    const mapped = asServiceError(err);
-    status = mapped instanceof AppError ? mapped.status : 500;
+    status = errorStatus(err);
     throw err;
   } finally {
     // The write (if any) is done and its row is there: a failure to record the outcome leaves

@@ -6,7 +6,7 @@ import { startAudit, type AuditEnd } from '../audit/audit-write';
 import { assertMayGrant, assertMayRevoke } from './mcp-grants';
 import type { RateLimit } from '../config';
 import { apiContextOf, type ApiCaller, type McpDeps } from './mcp-deps';
-import { asServiceError } from '../http/api-problem';
+import { errorStatus } from '../http/api-problem';
 import { assertJsonBody } from '../http/json-body';
 import { problemReply, replayedBody, send } from '../http/route';
 import { listBody } from '../http/schemas';
@@ -121,8 +121,7 @@ function write<B = undefined>(deps: McpDeps, action: string, need: 'write' | 'el
       }
       out = await idempotent(deps, admin, req, res, () => run(admin, req, parsed));
     } catch (err) {
-      const mapped = asServiceError(err);
-      await ended(mapped instanceof AppError ? mapped.status : 500);
+      await ended(errorStatus(err));
       throw err;
     }
     await ended(out.status, { resourceId: out.resourceId, params: out.params ?? {} });

@@ -1,3 +1,4 @@
+import { groupBy } from '@hookline/delivery';
 import type { AppContext } from '../context';
 import { eventWhere } from '../events/event.routes';
 import { findPage, pageWhere, readPage } from '../http/pagination';
@@ -51,12 +52,6 @@ const ATTEMPTS_SQL = `
     LIMIT $3
   ) a`;
 
-/** Appends `row` to the list `key` holds in `map`. */
-function push<K, V>(map: Map<K, V[]>, key: K, row: V): void {
-  const list = map.get(key);
-  if (list) list.push(row);
-  else map.set(key, [row]);
-}
 
 /**
  * Traces: one per event (trace id = correlation id), its steps from receipt through its
@@ -73,11 +68,9 @@ export async function traces(app: AppContext, tenantId: string, query: Record<st
   const result = await findPage(page, (a) => app.prisma.event.findMany({ ...a, where: pageWhere(where, a) }));
   const eventIds = result.items.map((e) => e.id);
 
-  const deliveriesOf = new Map<string, DeliveryRow[]>();
-  if (eventIds.length) {
-    const { rows } = await app.pool.query<DeliveryRow>(DELIVERIES_SQL, [tenantId, eventIds, TRACE_MAX_DELIVERIES + 1]);
-    for (const d of rows) push(deliveriesOf, d.event_id, d);
-  }
+  const deliveriesOf = eventIds.length
+    ? groupBy((await app.pool.query<DeliveryRow>(DELIVERIES_SQL, [tenantId, eventIds, TRACE_MAX_DELIVERIES + 1])).rows, (d) => d.event_id)
+    : new Map<string, DeliveryRow[]>();
   const cutDeliveries = new Set<string>();
   const shown: DeliveryRow[] = [];
   for (const [eventId, list] of deliveriesOf) {
@@ -90,11 +83,9 @@ export async function traces(app: AppContext, tenantId: string, query: Record<st
     shown.push(...list);
   }
 
-  const attemptsOf = new Map<string, AttemptRow[]>();
-  if (shown.length) {
-    const { rows } = await app.pool.query<AttemptRow>(ATTEMPTS_SQL, [tenantId, shown.map((d) => d.id), TRACE_MAX_ATTEMPTS + 1]);
-    for (const a of rows) push(attemptsOf, a.delivery_id, a);
-  }
+  const attemptsOf = shown.length
+    ? groupBy((await app.pool.query<AttemptRow>(ATTEMPTS_SQL, [tenantId, shown.map((d) => d.id), TRACE_MAX_ATTEMPTS + 1])).rows, (a) => a.delivery_id)
+    : new Map<string, AttemptRow[]>();
 
   return {
     traces: result.items.map((e) => {
