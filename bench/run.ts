@@ -1,7 +1,7 @@
 // `pnpm bench`: Hookline's four services as separate processes, a local receiver, a load
-// generator, then the same measurements on two baselines; a table and a JSON report.
+// generator, then the same measurements on three baselines; a table and a JSON report.
 import { ALL_PHASES, ALL_SYSTEMS, parseBenchOptions, type BenchOptions } from './lib/bench-options';
-import { startAfternoon, startBare, AFTERNOON_CONCURRENCY, type RunningSut } from './lib/baselines';
+import { startAfternoon, startBare, startFloor, AFTERNOON_CONCURRENCY, type RunningSut } from './lib/baselines';
 import { stopAll } from './lib/children';
 import { BacklogSampler } from './lib/backlog-sampler';
 import { startHelper } from './lib/helper';
@@ -76,7 +76,7 @@ async function main(): Promise<void> {
       openWorkSampling: 'PostgreSQL every 2 s (doubled while a count is slow), counts capped at 250,000',
     },
     hookline: emptySystem(),
-    baselines: { bare: emptySystem(), afternoon: emptySystem() },
+    baselines: { bare: emptySystem(), afternoon: emptySystem(), floor: emptySystem() },
     ratios: {},
     ratioCaveats: {},
     targets: [],
@@ -119,6 +119,16 @@ async function main(): Promise<void> {
     current = await startAfternoon(o.redisUrl, rxUrl, o.fanouts, o.runtime);
     try {
       await measure(current, report.baselines.afternoon, o, rx, procs, null);
+    } finally {
+      await current.close();
+      current = null;
+    }
+  }
+  if (o.systems.includes('floor')) {
+    process.stderr.write('\nstarting baseline (c): the durable floor (node:http, group-commit INSERT, BullMQ, undici)…\n');
+    current = await startFloor(o.databaseUrl, o.redisUrl, rxUrl, o.fanouts, o.runtime);
+    try {
+      await measure(current, (report.baselines.floor ??= emptySystem()), o, rx, procs, null);
     } finally {
       await current.close();
       current = null;

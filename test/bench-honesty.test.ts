@@ -148,6 +148,22 @@ describe('ratios and targets', () => {
     expect(t.find((x) => x.name.includes('RSS'))).toEqual(expect.objectContaining({ pass: true }));
   });
 
+  test('each target says what the durable floor reached on the same measurement, judged by the same rule', () => {
+    const invalidLat = phase(load({ mode: 'constant-rate' }), { deliveryLatencyMs: { count: 10, p50: 1, p90: 2, p99: 3, max: 4, mean: 1 }, valid: false, invalidReasons: ['the drain gave up'] });
+    const hookline = system({ ingest: phase(load({ ok2xxPerS: 3000 })), e2e: { f1: phase(gated(2000)) }, latency: { '1000': { f1: phase(load({ mode: 'constant-rate' }), { deliveryLatencyMs: { count: 10, p50: 20, p90: 60, p99: 120, max: 200, mean: 30 } }) } } });
+    const floor = system({ ingest: phase(load({ ok2xxPerS: 12_000 })), e2e: { f1: phase(gated(6000)) }, latency: { '1000': { f1: invalidLat } }, totalPeakRssMb: 240 });
+    const t = computeTargets({ hookline, baselines: { floor } });
+    expect(t.find((x) => x.name.startsWith('ingest'))).toEqual(expect.objectContaining({ pass: false, floor: { value: 12_000, pass: true } }));
+    expect(t.find((x) => x.name.startsWith('end-to-end'))).toEqual(expect.objectContaining({ pass: false, floor: { value: 6000, pass: false } }));
+    expect(t.find((x) => x.name.startsWith('p99'))).toEqual(expect.objectContaining({ value: 120, pass: false, floor: { value: 3, pass: null } })); // the floor's phase was invalid
+    // Without a floor in the report (older reports), no floor field at all.
+    expect(computeTargets({ hookline }).every((x) => !('floor' in x))).toBe(true);
+    const { ratios } = computeRatios({ hookline, baselines: { bare: system({}), afternoon: system({}), floor } });
+    expect(ratios['ingest_vs_floor']).toBe(0.25);
+    expect(ratios['e2e_f1_vs_floor']).toBe(0.33);
+    expect(ratios['p99_at_1000_f1_vs_floor']).toBe(40);
+  });
+
   test('a sampled peak RSS under the target is not a pass (it is a lower bound); over it is a miss', () => {
     const rss = (mb: number) => computeTargets({ hookline: system({ totalPeakRssMb: mb, processes: { ingest: proc(mb, 'sampled') } }) }).find((x) => x.name.includes('RSS'));
     expect(rss(500)).toEqual(expect.objectContaining({ pass: null, note: expect.stringContaining('lower bound') }));

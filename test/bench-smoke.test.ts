@@ -1,5 +1,5 @@
 // Keeps `pnpm bench` from rotting: a tiny run of every system (Hookline, the afternoon
-// baseline, the bare HTTP baseline) and every phase (ingest, ingest-alone, the lag-gated
+// baseline, the durable floor, the bare HTTP baseline) and every phase (ingest, ingest-alone, the lag-gated
 // end-to-end loop, latency), a few seconds each, as a child process: it must exit 0 and
 // write a JSON report with every section. It never asserts speed; it asserts that the
 // figures are counted right: each phase's deliveries are its own (tagged), never more than
@@ -9,9 +9,10 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client } from 'pg';
 import { runHarness } from '../bench/lib/run-harness';
 
-jest.setTimeout(120_000);
+jest.setTimeout(180_000);
 
 const dir = mkdtempSync(join(tmpdir(), 'hookline-bench-smoke-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -31,13 +32,13 @@ const FANOUT = 2;
 
 test('a tiny run of every system and phase exits 0 and counts each phase right', async () => {
   const out = join(dir, 'bench.json');
-  const args = ['--quick', '--systems', 'hookline,afternoon,bare', '--phases', 'ingest,ingest-alone,e2e,latency', '--rates', '200', '--fanouts', String(FANOUT)];
+  const args = ['--quick', '--systems', 'hookline,afternoon,floor,bare', '--phases', 'ingest,ingest-alone,e2e,latency', '--rates', '200', '--fanouts', String(FANOUT)];
   // At most 1,500 events per saturation phase and 2,000 deliveries behind in the end-to-end
   // loop: the backlog left for each drain is bounded, so a slow or busy machine (the test
   // runs beside others) still drains it well within the timeout.
   args.push('--saturation-duration', '2', '--saturation-max', '1500', '--latency-duration', '2', '--connections', '16');
   args.push('--duration', '4', '--e2e-connections', '16', '--max-lag', '2000', '--out', out);
-  const { code, output } = await runHarness('bench/run.ts', args, 110_000);
+  const { code, output } = await runHarness('bench/run.ts', args, 170_000);
   expect({ code, tail: code === 0 ? '' : output.slice(-3000) }).toEqual({ code: 0, tail: '' });
   expect(output).toContain('pnpm bench summary');
   expect(output).toContain('window s, after warm-up s');
@@ -53,7 +54,7 @@ test('a tiny run of every system and phase exits 0 and counts each phase right',
     ...Object.entries(s.e2e).map(([f, p]) => [`e2e ${f}`, p] as [string, Phase]),
     ...Object.entries(s.latency).flatMap(([rate, byF]) => Object.entries(byF).map(([f, p]) => [`latency ${rate} ${f}`, p] as [string, Phase])),
   ];
-  const systems = { hookline: r.hookline, afternoon: r.baselines.afternoon, bare: r.baselines.bare };
+  const systems = { hookline: r.hookline, afternoon: r.baselines.afternoon, floor: r.baselines.floor, bare: r.baselines.bare };
   const tags = new Set<string>();
   for (const [system, s] of Object.entries(systems)) {
     for (const [name, p] of phases(s)) {
@@ -75,9 +76,9 @@ test('a tiny run of every system and phase exits 0 and counts each phase right',
     }
   }
 
-  // End to end, through the lag-gated loop, on Hookline and on the afternoon pipeline (whose
-  // worker posts with got): every request is awaited, so the counts match exactly.
-  for (const [system, s] of [['hookline', r.hookline], ['afternoon', r.baselines.afternoon]] as const) {
+  // End to end, through the lag-gated loop, on Hookline, the afternoon pipeline (whose worker
+  // posts with got) and the floor: every request is awaited, so the counts match exactly.
+  for (const [system, s] of [['hookline', r.hookline], ['afternoon', r.baselines.afternoon], ['floor', r.baselines.floor]] as const) {
     const e: Phase = s.e2e[`f${FANOUT}`];
     expect({ system, e2e: !!e }).toEqual({ system, e2e: true });
     expect(e.load.deliveredPerS).toBeGreaterThan(0);
@@ -102,6 +103,7 @@ test('a tiny run of every system and phase exits 0 and counts each phase right',
   // Processes, peaks and where they were read from; the backlog in PostgreSQL and in Redis.
   expect(Object.keys(r.hookline.processes).sort()).toEqual(['api', 'deliverer', 'ingest', 'router']);
   expect(Object.keys(r.baselines.afternoon.processes).sort()).toEqual(['afternoon-server', 'afternoon-worker']);
+  expect(Object.keys(r.baselines.floor.processes).sort()).toEqual(['floor-server', 'floor-worker']);
   const hwm = String(r.config.peakRss).startsWith('VmHWM');
   for (const s of Object.values(systems)) {
     expect(s.peakRssFrom).toBe(hwm ? 'vmhwm' : 'sampled');
@@ -117,10 +119,20 @@ test('a tiny run of every system and phase exits 0 and counts each phase right',
   const events = r.hookline.e2e[`f${FANOUT}`].load.deliveredPerS / FANOUT;
   expect(r.ratios[`e2e_f${FANOUT}_events_vs_bare_http`]).toBe(Math.round((events / r.baselines.bare.ingest.load.ok2xxPerS) * 100) / 100);
   expect(r.ratios).not.toHaveProperty(`e2e_f${FANOUT}_vs_bare_http`);
-  for (const k of ['ingest_vs_bare_http', 'ingest_vs_afternoon', `e2e_f${FANOUT}_vs_afternoon`, 'rss_vs_afternoon']) expect(typeof r.ratios[k]).toBe('number');
+  for (const k of ['ingest_vs_bare_http', 'ingest_vs_afternoon', `e2e_f${FANOUT}_vs_afternoon`, 'rss_vs_afternoon', 'ingest_vs_floor', `e2e_f${FANOUT}_vs_floor`, `p99_at_200_f${FANOUT}_vs_floor`]) expect(typeof r.ratios[k]).toBe('number');
+  expect(r.ratios['ingest_vs_floor']).toBe(Math.round((r.hookline.ingest.load.ok2xxPerS / r.baselines.floor.ingest.load.ok2xxPerS) * 100) / 100);
   expect(r.ratioCaveats).toEqual({});
   expect(r.config.services.ingest.INGEST_BATCH_MAX).toEqual(expect.any(Number));
   expect(r.config.payloadBytes).toBe(1024);
   expect(r.targets.map((t: { name: string }) => t.name)).toEqual(expect.arrayContaining(['ingest 2xx/s at saturation', 'four services peak RSS MB', expect.stringMatching(/^end-to-end deliveries\/s \(f2, [\d.]+ s window after [\d.]+ s warm-up\)$/)]));
   for (const t of r.targets) expect(t.invalidReasons).toBeUndefined();
+  // Each target also says what the durable floor reached on the same measurement.
+  const ingestTarget = r.targets.find((t: { name: string }) => t.name === 'ingest 2xx/s at saturation');
+  expect(ingestTarget.floor).toEqual({ value: r.baselines.floor.ingest.load.ok2xxPerS, pass: r.baselines.floor.ingest.load.ok2xxPerS >= 10_000 });
+  expect(output).toContain('durable floor');
+  // The floor cleans up after itself: its schema is gone.
+  const pg = new Client({ connectionString: process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test' });
+  await pg.connect();
+  const left = await pg.query("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'bench_floor_%'").finally(() => pg.end());
+  expect(left.rows).toEqual([]);
 });

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 
 export const ALL_PHASES = ['ingest', 'ingest-alone', 'e2e', 'latency'] as const;
 export type Phase = (typeof ALL_PHASES)[number];
-export const ALL_SYSTEMS = ['hookline', 'afternoon', 'bare'] as const;
+export const ALL_SYSTEMS = ['hookline', 'afternoon', 'floor', 'bare'] as const;
 export type System = (typeof ALL_SYSTEMS)[number];
 
 export interface BenchOptions {
@@ -32,10 +32,11 @@ export interface BenchOptions {
   serviceEnv: Record<string, string>;
 }
 
-const HELP = `pnpm bench [--quick] [--duration S] [--phases ingest,ingest-alone,e2e,latency] [--systems hookline,afternoon,bare]
+const HELP = `pnpm bench [--quick] [--duration S] [--phases ingest,ingest-alone,e2e,latency] [--systems hookline,afternoon,floor,bare]
   --phases LIST           measurements to run (default all); the bare baseline only has ingest;
                           ingest-alone: ingest at saturation with the workers stopped, then drained
-  --systems LIST          Hookline and the baselines (default all)
+  --systems LIST          Hookline and the baselines (default all): afternoon (express, BullMQ, got, nothing
+                          stored), floor (the least a durable pipeline does), bare (node:http answering 202)
   --duration S            end-to-end phase length (default 60; --quick: 4); its figure is the mean
                           after a warm-up of 20 % of it (10 s at most): the table states the window
   --saturation-duration S ingest saturation phase length (default 15; --quick: 3)

@@ -44,6 +44,8 @@ export interface Target {
   pass: boolean | null;
   invalidReasons?: string[];
   note?: string;
+  /** The durable floor's figure for the same measurement (when it ran), and whether it meets the target: can any durable design reach it here? */
+  floor?: { value: number | null; pass: boolean | null };
 }
 
 export interface BenchReport {
@@ -53,7 +55,8 @@ export interface BenchReport {
   machine: Record<string, unknown>;
   config: Record<string, unknown>;
   hookline: SystemResults;
-  baselines: { bare: SystemResults; afternoon: SystemResults };
+  /** floor: baseline (c), absent from reports made before it existed. */
+  baselines: { bare: SystemResults; afternoon: SystemResults; floor?: SystemResults };
   ratios: Record<string, number | null>;
   /** Ratios computed from an invalid phase (or from peaks read differently), and why. */
   ratioCaveats: Record<string, string>;
@@ -106,29 +109,49 @@ export function computeRatios(r: Pick<BenchReport, 'hookline' | 'baselines'>): {
       const a = aft.latency[rate]?.[f];
       put(`p99_at_${rate}_${f}_vs_afternoon`, ratio(l.deliveryLatencyMs?.p99, a?.deliveryLatencyMs?.p99), [[`hookline latency ${rate} ${f}`, l], [`afternoon latency ${rate} ${f}`, a]]);
     }
+  const floor = r.baselines.floor;
+  if (floor) {
+    put('ingest_vs_floor', ratio(h.ingest?.load.ok2xxPerS, floor.ingest?.load.ok2xxPerS), [['hookline ingest', h.ingest], ['floor ingest', floor.ingest]]);
+    put('ingest_alone_vs_floor_alone', ratio(h.ingestAlone?.load.ok2xxPerS, floor.ingestAlone?.load.ok2xxPerS), [['hookline ingest-alone', h.ingestAlone], ['floor ingest-alone', floor.ingestAlone]]);
+    for (const [f, e] of Object.entries(h.e2e)) put(`e2e_${f}_vs_floor`, ratio(e.load.deliveredPerS, floor.e2e[f]?.load.deliveredPerS), [[`hookline e2e ${f}`, e], [`floor e2e ${f}`, floor.e2e[f]]]);
+    for (const [rate, byF] of Object.entries(h.latency))
+      for (const [f, l] of Object.entries(byF)) {
+        const c = floor.latency[rate]?.[f];
+        put(`p99_at_${rate}_${f}_vs_floor`, ratio(l.deliveryLatencyMs?.p99, c?.deliveryLatencyMs?.p99), [[`hookline latency ${rate} ${f}`, l], [`floor latency ${rate} ${f}`, c]]);
+      }
+  }
   put('rss_vs_afternoon', ratio(h.totalPeakRssMb, aft.totalPeakRssMb), []);
   const hs = peakSourceOf(h.processes), as = peakSourceOf(aft.processes);
   if (ratios['rss_vs_afternoon'] !== null && hs !== as) caveats['rss_vs_afternoon'] = `peaks read differently: hookline ${hs}, afternoon ${as}`;
   return { ratios, caveats };
 }
 
-export function computeTargets(r: Pick<BenchReport, 'hookline'>): Target[] {
+export function computeTargets(r: Pick<BenchReport, 'hookline'> & { baselines?: Partial<BenchReport['baselines']> }): Target[] {
   const h = r.hookline;
+  const floor = r.baselines?.floor;
   const t: Target[] = [];
-  const check = (name: string, target: string, phase: PhaseResult | undefined, value: number | undefined, pass: (v: number) => boolean): void => {
-    if (value === undefined) return void t.push({ name, target, value: null, pass: null });
-    if (phase && !phase.valid) return void t.push({ name, target, value, pass: null, invalidReasons: phase.invalidReasons });
-    t.push({ name, target, value, pass: pass(value) });
+  // The same measurement on the durable floor, judged by the same rule (not when its phase is invalid).
+  const onFloor = (pick: (s: SystemResults) => [PhaseResult | undefined, number | undefined], pass: (v: number) => boolean): Pick<Target, 'floor'> => {
+    if (!floor) return {};
+    const [phase, value] = pick(floor);
+    return { floor: { value: value ?? null, pass: value === undefined || (phase && !phase.valid) ? null : pass(value) } };
   };
-  check('ingest 2xx/s at saturation', '>= 10000', h.ingest, h.ingest?.load.ok2xxPerS, (v) => v >= 10_000);
-  for (const [f, e] of Object.entries(h.e2e)) check(`end-to-end deliveries/s (${f}, ${e.load.windowS} s window after ${e.load.warmupS ?? '?'} s warm-up)`, '>= 10000', e, e.load.deliveredPerS, (v) => v >= 10_000);
-  for (const [f, l] of Object.entries(h.latency['1000'] ?? {})) check(`p99 ms at 1000/s (${f})`, '<= 25', l, l.deliveryLatencyMs?.p99, (v) => v <= 25);
+  const check = (name: string, target: string, pick: (s: SystemResults) => [PhaseResult | undefined, number | undefined], pass: (v: number) => boolean): void => {
+    const [phase, value] = pick(h);
+    const f = onFloor(pick, pass);
+    if (value === undefined) return void t.push({ name, target, value: null, pass: null, ...f });
+    if (phase && !phase.valid) return void t.push({ name, target, value, pass: null, invalidReasons: phase.invalidReasons, ...f });
+    t.push({ name, target, value, pass: pass(value), ...f });
+  };
+  check('ingest 2xx/s at saturation', '>= 10000', (s) => [s.ingest, s.ingest?.load.ok2xxPerS], (v) => v >= 10_000);
+  for (const [f, e] of Object.entries(h.e2e)) check(`end-to-end deliveries/s (${f}, ${e.load.windowS} s window after ${e.load.warmupS ?? '?'} s warm-up)`, '>= 10000', (s) => [s.e2e[f], s.e2e[f]?.load.deliveredPerS], (v) => v >= 10_000);
+  for (const f of Object.keys(h.latency['1000'] ?? {})) check(`p99 ms at 1000/s (${f})`, '<= 25', (s) => [s.latency['1000']?.[f], s.latency['1000']?.[f]?.deliveryLatencyMs?.p99], (v) => v <= 25);
   const rss = h.totalPeakRssMb;
   const src = peakSourceOf(h.processes);
   if (rss !== undefined && src !== 'vmhwm') {
     // Once-a-second samples miss short peaks: a figure under the target proves nothing.
     t.push({ name: 'four services peak RSS MB', target: '<= 600', value: rss, pass: rss > 600 ? false : null, note: `peak from ${src} readings (VmHWM could not be reset for every process): a lower bound` });
-  } else check('four services peak RSS MB', '<= 600', undefined, rss, (v) => v <= 600);
+  } else check('four services peak RSS MB', '<= 600', (s) => [undefined, s.totalPeakRssMb], (v) => v <= 600);
   return t;
 }
 
@@ -153,7 +176,7 @@ const fig = (v: number | undefined | null, p: PhaseResult | undefined): string =
 const PEAK_FROM: Record<string, string> = { vmhwm: 'VmHWM', 'vmhwm-sum': 'VmHWM sum', sampled: 'sampled 1/s', mixed: 'mixed' };
 
 export function printSummary(r: BenchReport): void {
-  const sys: Array<[string, SystemResults]> = [['hookline', r.hookline], ['afternoon', r.baselines.afternoon], ['bare http', r.baselines.bare]];
+  const sys: Array<[string, SystemResults]> = [['hookline', r.hookline], ['afternoon', r.baselines.afternoon], ...(r.baselines.floor ? [['durable floor', r.baselines.floor] as [string, SystemResults]] : []), ['bare http', r.baselines.bare]];
   const rows: string[][] = [['figure', ...sys.map(([s]) => s)]];
   rows.push(['ingest 2xx/s (saturation)', ...sys.map(([, s]) => fig(s.ingest?.load.ok2xxPerS, s.ingest))]);
   rows.push(['ingest ack p99 ms (saturation)', ...sys.map(([, s]) => fig(s.ingest?.load.ackLatencyMs.p99, s.ingest))]);
@@ -224,7 +247,8 @@ export function printSummary(r: BenchReport): void {
   console.log('\ntargets:');
   for (const t of r.targets) {
     const mark = t.invalidReasons ? 'INVALID' : t.pass === null ? '   -   ' : t.pass ? ' PASS  ' : ' MISS  ';
-    console.log(`  ${mark}  ${t.name}: ${n(t.value)} (target ${t.target})${t.invalidReasons ? ` — not judged: ${t.invalidReasons.join('; ')}` : ''}${t.note ? ` — ${t.note}` : ''}`);
+    const floorSays = t.floor ? ` — durable floor: ${n(t.floor.value)}${t.floor.pass === null ? '' : t.floor.pass ? ' (meets it)' : ' (misses it too)'}` : '';
+    console.log(`  ${mark}  ${t.name}: ${n(t.value)} (target ${t.target})${t.invalidReasons ? ` — not judged: ${t.invalidReasons.join('; ')}` : ''}${t.note ? ` — ${t.note}` : ''}${floorSays}`);
   }
 }
 
