@@ -22,6 +22,7 @@ const env = floorEnv();
 // The team's routing table: route -> target URLs (all on the bench receiver's origin).
 const routes = JSON.parse(process.env.FLOOR_ROUTES ?? '{}') as Record<string, string[]>;
 const pg = new PgPool({ connectionString: env.databaseUrl, max: 4 });
+pg.on('error', () => undefined); // an idle client's lost connection must not end the process
 const pools = new Map<string, Pool>();
 const poolFor = (origin: string): Pool => {
   let p = pools.get(origin);
