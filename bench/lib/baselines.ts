@@ -4,9 +4,9 @@
 // Each runs as Hookline's services do (`runtime` 'bundle': an esbuild bundle on plain
 // node, see helper.ts), so that RSS and CPU compare like for like.
 import { randomBytes } from 'node:crypto';
-import { Client } from 'pg';
 import { flushPrefix } from '@hookline/testing';
 import { onInterrupt } from './children';
+import { dropRunData } from './run-data';
 import { startHelper, type Helper, type HelperRuntime } from './helper';
 import type { Sut } from './phases';
 
@@ -106,12 +106,7 @@ export async function startFloor(databaseUrl: string, redisUrl: string, receiver
   const schema = `bench_floor_${tag}`;
   const env = { DATABASE_URL: databaseUrl, FLOOR_SCHEMA: schema, REDIS_URL: redisUrl, QUEUE_PREFIX: prefix, FLOOR_ROUTES: JSON.stringify(routesFor('floor', receiverUrl, fanouts)) };
   const entries = { server: 'bench/procs/floor-server.main.ts', worker: 'bench/procs/floor-worker.main.ts' };
-  const dropData = async (): Promise<void> => {
-    await flushPrefix(prefix, redisUrl).catch(() => undefined);
-    const c = new Client({ connectionString: databaseUrl });
-    await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => c.end());
-  };
+  const dropData = (): Promise<void> => dropRunData(databaseUrl, schema, redisUrl, prefix);
   const unhook = onInterrupt(dropData);
   return startPipeline('floor', entries, env, runtime, async () => {
     unhook();

@@ -6,11 +6,11 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Client } from 'pg';
 import { createPool, migrate, parseDatabaseUrl, type Pool } from '@hookline/db';
-import { flushPrefix, freePort, shippedCommand, waitFor } from '@hookline/testing';
+import { freePort, shippedCommand, waitFor } from '@hookline/testing';
 import { serviceNodeOptions } from '../../scripts/lib/entries';
 import { nodeTs, onInterrupt, startChild, type Child } from './children';
+import { dropRunData } from './run-data';
 
 export const SERVICES = ['api', 'ingest', 'router', 'deliverer'] as const;
 export type ServiceName = (typeof SERVICES)[number];
@@ -93,12 +93,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     ...opts.env,
   };
   const pool = createPool(url, 4);
-  const dropData = async (): Promise<void> => {
-    await flushPrefix(prefix, opts.redisUrl).catch(() => undefined);
-    const c = new Client({ connectionString: parseDatabaseUrl(url).connectionString });
-    await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => c.end());
-  };
+  const dropData = (): Promise<void> => dropRunData(parseDatabaseUrl(url).connectionString, schema, opts.redisUrl, prefix);
   const unhook = onInterrupt(dropData);
   const children: Partial<Record<ServiceName, Child>> = {};
   const unexpectedExits: UnexpectedExit[] = [];
